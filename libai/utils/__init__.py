@@ -1,0 +1,1 @@
+"""Utilities: parallel layout, checkpoints, events and writers, logging."""

@@ -1,0 +1,431 @@
+"""Who holds what: the parallel layout of a run, and small process helpers.
+
+A :class:`ParallelLayout` is a value: the data, tensor and pipeline parallel sizes, the device
+type, this process's rank and the world size, and the stage of every layer. Layers read the
+layout that is *current* when they are built (``with layout: model = instantiate(cfg.model)``)
+and keep a reference to it, so forward passes need no global state and one process can hold
+several layouts (tests build the same model under two of them).
+
+Ranks are arranged as ``[pipeline stage][data parallel][tensor parallel]``: stage ``s`` owns ranks
+``s*dp*tp ... (s+1)*dp*tp - 1``, laid out as a 2-D ``(dp, tp)`` placement. Every global tensor
+therefore carries a two-element nd-SBP, ``[sbp over data parallel, sbp over tensor parallel]``.
+
+When the run is a single process, the layout is *local*: tensors stay ordinary local tensors on
+the configured device, with no global-tensor overhead. That is the only place the decision is
+made; layers and data ask :attr:`ParallelLayout.is_global` through the helpers below.
+"""
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+import oneflow as flow
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ParallelLayout",
+    "current_layout",
+    "has_layout",
+    "use_layout",
+    "get_rank",
+    "get_local_rank",
+    "get_world_size",
+    "is_main_process",
+    "synchronize",
+    "default_device_type",
+    "get_layer_placement",
+    "get_nd_sbp",
+    "get_data_parallel_size",
+    "get_tensor_parallel_size",
+    "get_pipeline_parallel_size",
+    "get_data_parallel_rank",
+    "get_tensor_parallel_rank",
+    "convert_to_distributed_default_setting",
+    "ttol",
+    "tton",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Process helpers: valid with or without a layout.
+# ---------------------------------------------------------------------------------------------
+def get_rank() -> int:
+    """This process's global rank (0 when not launched)."""
+    return flow.env.get_rank()
+
+
+def get_local_rank() -> int:
+    """This process's rank on its node."""
+    return flow.env.get_local_rank()
+
+
+def get_world_size() -> int:
+    """Number of processes in the run."""
+    return flow.env.get_world_size()
+
+
+def is_main_process() -> bool:
+    """True on rank 0, the process that writes files and logs to the console."""
+    return get_rank() == 0
+
+
+def synchronize() -> None:
+    """Barrier across all processes; a no-op in a single process."""
+    if get_world_size() > 1:
+        flow.comm.barrier()
+
+
+def default_device_type() -> str:
+    """``"cuda"`` where OneFlow sees a GPU, else ``"cpu"``."""
+    return "cuda" if flow.cuda.is_available() else "cpu"
+
+
+# ---------------------------------------------------------------------------------------------
+# The layout value
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ParallelLayout:
+    """Data × tensor × pipeline placement of one run.
+
+    Build it with :meth:`from_config` from ``cfg.train.dist``; enter it around model building.
+    """
+
+    data_parallel_size: int = 1
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    device_type: str = "cpu"
+    pipeline_num_layers: Optional[int] = None
+    custom_pipeline_stage_id: Optional[Tuple[int, ...]] = None
+    world_size: int = 1
+    rank: int = 0
+    _stage_of_layer: Tuple[int, ...] = field(default=(), repr=False)
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_config(
+        cls, dist_cfg: Any = None, world_size: Optional[int] = None, rank: Optional[int] = None
+    ) -> "ParallelLayout":
+        """Resolve ``train.dist`` against the launched world.
+
+        Sizes left as ``None`` are filled in: data parallel takes whatever the other two leave
+        of the world size. A product that does not equal the world size is an error.
+        """
+        get = (lambda k, d=None: _cfg_get(dist_cfg, k, d))
+        world_size = get_world_size() if world_size is None else int(world_size)
+        rank = get_rank() if rank is None else int(rank)
+        tp = int(get("tensor_parallel_size", 1) or 1)
+        pp = int(get("pipeline_parallel_size", 1) or 1)
+        dp = get("data_parallel_size", None)
+        if dp is None:
+            if world_size % (tp * pp) != 0:
+                raise ValueError(
+                    f"world size {world_size} is not divisible by tensor_parallel_size ({tp}) × "
+                    f"pipeline_parallel_size ({pp}); launch a multiple of {tp * pp} processes"
+                )
+            dp = world_size // (tp * pp)
+        dp = int(dp)
+        for name, value in (("data", dp), ("tensor", tp), ("pipeline", pp)):
+            if value < 1:
+                raise ValueError(f"train.dist.{name}_parallel_size must be >= 1, got {value}")
+        if dp * tp * pp != world_size:
+            raise ValueError(
+                f"train.dist: data_parallel_size ({dp}) × tensor_parallel_size ({tp}) × "
+                f"pipeline_parallel_size ({pp}) = {dp * tp * pp}, but the launch has {world_size} "
+                f"process(es). Launch {dp * tp * pp} processes (--nproc_per_node × --nnodes) or "
+                f"change the sizes so that their product is {world_size}."
+            )
+        device_type = get("device_type", None) or default_device_type()
+        if device_type not in ("cpu", "cuda"):
+            raise ValueError(f"train.dist.device_type must be 'cpu' or 'cuda', got {device_type!r}")
+        if device_type == "cuda" and not flow.cuda.is_available():
+            raise RuntimeError(
+                "train.dist.device_type='cuda' but OneFlow sees no GPU on this machine; "
+                "set train.dist.device_type=cpu (or leave it unset to use what the machine has)"
+            )
+        num_layers = get("pipeline_num_layers", None)
+        custom = get("custom_pipeline_stage_id", None)
+        custom = tuple(int(s) for s in custom) if custom is not None else None
+        stage_of_layer = _assign_stages(num_layers, pp, custom)
+        return cls(
+            data_parallel_size=dp,
+            tensor_parallel_size=tp,
+            pipeline_parallel_size=pp,
+            device_type=device_type,
+            pipeline_num_layers=None if num_layers is None else int(num_layers),
+            custom_pipeline_stage_id=custom,
+            world_size=world_size,
+            rank=rank,
+            _stage_of_layer=stage_of_layer,
+        )
+
+    # ----------------------------------------------------------------- context
+    def __enter__(self) -> "ParallelLayout":
+        _LAYOUT_STACK.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _LAYOUT_STACK.pop()
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def is_global(self) -> bool:
+        """Whether tensors are OneFlow global tensors (any run of more than one process)."""
+        return self.world_size > 1
+
+    @property
+    def ranks_per_stage(self) -> int:
+        return self.data_parallel_size * self.tensor_parallel_size
+
+    @property
+    def stage(self) -> int:
+        """The pipeline stage this process belongs to."""
+        return self.rank // self.ranks_per_stage
+
+    @property
+    def data_parallel_rank(self) -> int:
+        return (self.rank % self.ranks_per_stage) // self.tensor_parallel_size
+
+    @property
+    def tensor_parallel_rank(self) -> int:
+        return self.rank % self.tensor_parallel_size
+
+    @property
+    def device(self) -> flow.device:
+        """The local device of this process (``cuda:<local rank>`` or ``cpu``)."""
+        if self.device_type == "cuda":
+            return flow.device("cuda", get_local_rank())
+        return flow.device("cpu")
+
+    def stage_ranks(self, stage: int) -> List[List[int]]:
+        """Ranks of pipeline stage ``stage`` as a ``(dp, tp)`` grid."""
+        stage = self._normalize_stage(stage)
+        first = stage * self.ranks_per_stage
+        tp = self.tensor_parallel_size
+        return [
+            [first + d * tp + t for t in range(tp)] for d in range(self.data_parallel_size)
+        ]
+
+    def stage_placement(self, stage: int) -> flow.placement:
+        """The 2-D placement of a pipeline stage (``-1`` is the last stage)."""
+        return flow.placement(self.device_type, ranks=self.stage_ranks(stage))
+
+    def layer_stage(self, layer_idx: int) -> int:
+        """The pipeline stage of layer ``layer_idx`` (negative indices count from the end)."""
+        if self.pipeline_parallel_size == 1:
+            return 0
+        if not self._stage_of_layer:
+            raise ValueError(
+                "pipeline_parallel_size > 1 needs train.dist.pipeline_num_layers (the number of "
+                "layers the model declares) to assign layers to stages"
+            )
+        n = len(self._stage_of_layer)
+        if not -n <= layer_idx < n:
+            raise IndexError(
+                f"layer_idx {layer_idx} is outside the {n} layers of "
+                f"train.dist.pipeline_num_layers"
+            )
+        return self._stage_of_layer[layer_idx]
+
+    def layer_placement(self, layer_idx: int) -> flow.placement:
+        """The placement of the stage that holds layer ``layer_idx``."""
+        return self.stage_placement(self.layer_stage(layer_idx))
+
+    @property
+    def stage_of_each_layer(self) -> Tuple[int, ...]:
+        return self._stage_of_layer
+
+    def nd_sbp(self, data_sbp: Any = None, tensor_sbp: Any = None) -> List[Any]:
+        """nd-SBP over ``(data, tensor)``; ``None`` means broadcast on that axis."""
+        b = flow.sbp.broadcast
+        return [data_sbp if data_sbp is not None else b, tensor_sbp if tensor_sbp is not None else b]
+
+    def to_global(
+        self, tensor: flow.Tensor, sbp: Sequence[Any], stage: int = 0
+    ) -> flow.Tensor:
+        """Make ``tensor`` live on ``stage`` with ``sbp``.
+
+        In a local layout the tensor is only moved to this process's device; in a global one a
+        local tensor is treated as this rank's piece and a global one is re-boxed.
+        """
+        if not self.is_global:
+            return tensor.to(self.device) if tensor.device != self.device else tensor
+        placement = self.stage_placement(stage)
+        if tensor.is_global:
+            return tensor.to_global(placement=placement, sbp=list(sbp))
+        return tensor.to(self.device).to_global(placement=placement, sbp=list(sbp))
+
+    def describe(self) -> dict:
+        """Resolved values, for logs and ``config.yaml``."""
+        return {
+            "world_size": self.world_size,
+            "data_parallel_size": self.data_parallel_size,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "device_type": self.device_type,
+            "stage_of_each_layer": list(self._stage_of_layer),
+        }
+
+    def _normalize_stage(self, stage: int) -> int:
+        pp = self.pipeline_parallel_size
+        if not -pp <= stage < pp:
+            raise IndexError(f"pipeline stage {stage} does not exist; there are {pp} stages")
+        return stage % pp
+
+
+def _cfg_get(cfg: Any, key: str, default: Any) -> Any:
+    if cfg is None:
+        return default
+    if isinstance(cfg, dict):
+        value = cfg.get(key, default)
+    else:
+        value = getattr(cfg, key, default) if not hasattr(cfg, "get") else cfg.get(key, default)
+    return default if value is None and default is not None else value
+
+
+def _assign_stages(
+    num_layers: Optional[int], pp: int, custom: Optional[Tuple[int, ...]]
+) -> Tuple[int, ...]:
+    """Stage of each layer: ``custom`` if given, else an even split (earlier stages take the
+    remainder)."""
+    if custom is not None:
+        if num_layers is not None and len(custom) != int(num_layers):
+            raise ValueError(
+                f"train.dist.custom_pipeline_stage_id has {len(custom)} entries but "
+                f"pipeline_num_layers is {num_layers}; give one stage id per layer"
+            )
+        bad = [s for s in custom if not 0 <= s < pp]
+        if bad:
+            raise ValueError(
+                f"train.dist.custom_pipeline_stage_id holds stage ids {bad} outside 0..{pp - 1}"
+            )
+        if list(custom) != sorted(custom):
+            raise ValueError("train.dist.custom_pipeline_stage_id must be non-decreasing")
+        return tuple(custom)
+    if num_layers is None:
+        return ()
+    num_layers = int(num_layers)
+    if num_layers < pp:
+        raise ValueError(
+            f"pipeline_num_layers ({num_layers}) is smaller than pipeline_parallel_size ({pp}); "
+            "every stage needs at least one layer"
+        )
+    base, extra = divmod(num_layers, pp)
+    stages: List[int] = []
+    for s in range(pp):
+        stages.extend([s] * (base + (1 if s < extra else 0)))
+    return tuple(stages)
+
+
+# ---------------------------------------------------------------------------------------------
+# The current layout
+# ---------------------------------------------------------------------------------------------
+_LAYOUT_STACK: List[ParallelLayout] = []
+
+
+def current_layout() -> ParallelLayout:
+    """The innermost entered layout; an error outside one (never a silent fallback)."""
+    if not _LAYOUT_STACK:
+        raise RuntimeError(
+            "no parallel layout is active. Build parallel layers inside one, e.g.\n"
+            "    layout = ParallelLayout.from_config(cfg.train.dist)\n"
+            "    with layout:\n"
+            "        model = instantiate(cfg.model)\n"
+            "(DefaultTrainer does this for you.)"
+        )
+    return _LAYOUT_STACK[-1]
+
+
+def has_layout() -> bool:
+    return bool(_LAYOUT_STACK)
+
+
+@contextlib.contextmanager
+def use_layout(layout: ParallelLayout) -> Iterator[ParallelLayout]:
+    """Context manager equivalent of ``with layout:``."""
+    with layout:
+        yield layout
+
+
+def reset_layouts() -> None:
+    """Forget every entered layout (for tests)."""
+    _LAYOUT_STACK.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# LiBai-style module functions, answered by the current layout
+# ---------------------------------------------------------------------------------------------
+def get_layer_placement(layer_idx: int, device_type: Optional[str] = None) -> flow.placement:
+    """Placement of the stage holding ``layer_idx`` under the current layout."""
+    layout = current_layout()
+    placement = layout.layer_placement(layer_idx)
+    if device_type is not None and device_type != layout.device_type:
+        placement = flow.placement(device_type, ranks=layout.stage_ranks(layout.layer_stage(layer_idx)))
+    return placement
+
+
+def get_nd_sbp(sbp_list: Sequence[Any]) -> List[Any]:
+    """The nd-SBP for the current layout's ``(data, tensor)`` placement.
+
+    Takes ``[sbp_over_data, sbp_over_tensor]`` and checks its length.
+    """
+    if len(sbp_list) != 2:
+        raise ValueError(
+            f"get_nd_sbp takes [sbp over data parallel, sbp over tensor parallel]; got {len(sbp_list)} items"
+        )
+    return list(sbp_list)
+
+
+def get_data_parallel_size() -> int:
+    return current_layout().data_parallel_size
+
+
+def get_tensor_parallel_size() -> int:
+    return current_layout().tensor_parallel_size
+
+
+def get_pipeline_parallel_size() -> int:
+    return current_layout().pipeline_parallel_size
+
+
+def get_data_parallel_rank() -> int:
+    return current_layout().data_parallel_rank
+
+
+def get_tensor_parallel_rank() -> int:
+    return current_layout().tensor_parallel_rank
+
+
+def convert_to_distributed_default_setting(module: flow.nn.Module) -> flow.nn.Module:
+    """Place a plain (non-libai) module's parameters on stage 0, broadcast.
+
+    Under a local layout the module is moved to the device. Parameters already global are left
+    as they are (libai layers place themselves).
+    """
+    layout = current_layout()
+    if not layout.is_global:
+        return module.to(layout.device)
+    placement = layout.stage_placement(0)
+    sbp = layout.nd_sbp()
+    for param in module.parameters():
+        if not param.is_global:
+            module.to_global(placement=placement, sbp=sbp)
+            break
+    return module
+
+
+def ttol(tensor: flow.Tensor, pure_local: bool = False, ranks: Optional[Sequence[int]] = None) -> flow.Tensor:
+    """Global → local: the full value on every rank (``pure_local`` keeps only this rank's piece)."""
+    if not tensor.is_global:
+        return tensor
+    if pure_local:
+        return tensor.to_local()
+    placement = tensor.placement if ranks is None else flow.placement(tensor.placement.type, ranks=list(ranks))
+    nd = [flow.sbp.broadcast] * len(tensor.sbp)
+    return tensor.to_global(placement=placement, sbp=nd).to_local()
+
+
+def tton(tensor: flow.Tensor, local_only: bool = False, ranks: Optional[Sequence[int]] = None) -> Any:
+    """Tensor → NumPy array of the full value."""
+    return ttol(tensor, pure_local=local_only, ranks=ranks).numpy()

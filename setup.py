@@ -1,0 +1,51 @@
+"""Install libai: ``pip install -e .`` inside the project's virtual environment.
+
+The built-in configs under ``configs/`` are installed as package data of ``libai.config``
+(under ``libai/config/configs``) so that ``get_config("common/train.py")`` works from any
+directory after installation.
+"""
+import os
+import shutil
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class BuildWithConfigs(build_py):
+    """Copy the top-level ``configs/`` tree into the built ``libai/config/configs``."""
+
+    def run(self) -> None:
+        super().run()
+        src = os.path.join(HERE, "configs")
+        dst = os.path.join(self.build_lib, "libai", "config", "configs")
+        if os.path.isdir(src):
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+setup(
+    name="libai",
+    version="0.1.0",
+    description="Lazy-config training library on OneFlow: eager and graph, data/tensor/pipeline parallel",
+    packages=find_packages(exclude=("tests", "tests.*", "projects", "projects.*", "benchmarks")),
+    python_requires=">=3.7,<3.11",
+    install_requires=[
+        "oneflow==0.9.0",
+        "numpy<2",
+        "nvidia-cublas-cu11",
+        "nvidia-cudnn-cu11<9",
+        "omegaconf>=2.1",
+        "tabulate",
+        "termcolor",
+        "pyyaml",
+        "cloudpickle",
+    ],
+    extras_require={
+        "tensorboard": ["tensorboardX==2.6.5"],
+        "plot": ["matplotlib"],
+        "dev": ["pytest", "hypothesis", "scikit-learn", "pillow", "tensorboardX==2.6.5", "matplotlib"],
+    },
+    cmdclass={"build_py": BuildWithConfigs},
+)
