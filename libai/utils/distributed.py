@@ -415,17 +415,18 @@ def convert_to_distributed_default_setting(module: flow.nn.Module) -> flow.nn.Mo
     return module
 
 
-def ttol(tensor: flow.Tensor, pure_local: bool = False, ranks: Optional[Sequence[int]] = None) -> flow.Tensor:
-    """Global → local: the full value on every rank (``pure_local`` keeps only this rank's piece)."""
+def ttol(tensor: flow.Tensor, pure_local: bool = False) -> flow.Tensor:
+    """Global → local: the full value on every rank of the world (``pure_local`` keeps only
+    this rank's piece). A tensor on a pipeline stage that excludes this rank is broadcast to all
+    ranks first, so every process can read it. Local tensors pass through."""
     if not tensor.is_global:
         return tensor
     if pure_local:
         return tensor.to_local()
-    placement = tensor.placement if ranks is None else flow.placement(tensor.placement.type, ranks=list(ranks))
-    nd = [flow.sbp.broadcast] * len(tensor.sbp)
-    return tensor.to_global(placement=placement, sbp=nd).to_local()
+    everyone = flow.placement(tensor.placement.type, ranks=list(range(get_world_size())))
+    return tensor.to_global(placement=everyone, sbp=flow.sbp.broadcast).to_local()
 
 
-def tton(tensor: flow.Tensor, local_only: bool = False, ranks: Optional[Sequence[int]] = None) -> Any:
-    """Tensor → NumPy array of the full value."""
-    return ttol(tensor, pure_local=local_only, ranks=ranks).numpy()
+def tton(tensor: flow.Tensor, pure_local: bool = False) -> Any:
+    """Tensor → NumPy array of its full value (see :func:`ttol`)."""
+    return ttol(tensor, pure_local=pure_local).numpy()
