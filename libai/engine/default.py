@@ -1,0 +1,438 @@
+"""The opinionated glue: set-up, ``DefaultTrainer`` built from a config, and ``main``.
+
+``DefaultTrainer(cfg)`` builds, in order: the parallel layout, the model (inside the layout),
+the optimizer, the loaders, the training plan (batch triple, iterations, warmup), the LR
+scheduler, the step runner (Eager or Graph, from ``graph.enabled``), the checkpointer and the
+hooks. Every piece comes from an overridable ``build_*`` method. ``main(args)`` is the whole
+command-line program: ``tools/train_net.py`` and every project call it.
+"""
+import argparse
+import logging
+import os
+from collections import OrderedDict
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+
+import oneflow as flow
+
+from libai.config import LazyConfig, default_argument_parser, instantiate, try_get_key
+from libai.engine import hooks
+from libai.engine.optimizer_step import OptimizerStep, check_supported
+from libai.engine.setup import complete_config, default_setup
+from libai.engine.train_plan import TrainPlan, resolve_batch_sizes, resolve_iterations
+from libai.engine.trainer import EagerTrainer, GraphTrainer, TrainerBase
+from libai.utils import distributed as dist
+from libai.utils.checkpoint import Checkpointer, RNGState
+
+__all__ = ["DefaultTrainer", "default_setup", "default_argument_parser", "main"]
+
+logger = logging.getLogger(__name__)
+
+
+class DefaultTrainer(TrainerBase):
+    """A trainer built entirely from a lazy config (see the module docstring).
+
+    A subclass may override any ``build_*`` method, or replace the step runner after
+    construction (``self._trainer = MyEagerTrainer(self.model, self.train_loader, self.optimizer)``).
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__()
+        self.cfg = cfg = complete_config(cfg)
+        self.layout = self.build_layout(cfg)
+        batch = resolve_batch_sizes(cfg.train, self.layout.data_parallel_size)
+        cfg.train.num_accumulation_steps = batch.num_accumulation_steps
+        cfg.train.global_batch_size = batch.global_batch_size
+        with self.layout:
+            flow.manual_seed(int(cfg.train.seed))
+            self.model = self.build_model(cfg)
+            self.optimizer = self.build_optimizer(cfg, self.model)
+            self.train_loader, _, _ = self.build_train_loader(cfg)
+            self.test_loader = self.build_test_loader(cfg) if _evaluation_enabled(cfg) else []
+        self.plan = resolve_iterations(cfg.train, batch, _dataset_size(self.train_loader))
+        logger.info(f"Training plan: {self.plan.describe()}")
+        self.lr_scheduler = self.build_lr_scheduler(cfg, self.optimizer, self.plan)
+        self.optimizer_step = self._build_optimizer_step(cfg)
+        self.graph_train = self.graph_eval = None
+        self._trainer = self._build_step_runner(cfg)
+        self.consumed_train_samples = int(cfg.train.consumed_train_samples or 0)
+        self.checkpointer = self.build_checkpointer(cfg)
+        self.start_iter = int(cfg.train.start_iter or 0)
+        self.max_iter = self.plan.max_iter
+        self.register_hooks(self.build_hooks())
+        self._write_resolved_config()
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def build_layout(cls, cfg: Any) -> dist.ParallelLayout:
+        layout = dist.ParallelLayout.from_config(cfg.train.dist)
+        logger.info(f"Parallel layout: {layout.describe()}")
+        return layout
+
+    @classmethod
+    def build_model(cls, cfg: Any) -> flow.nn.Module:
+        """Instantiate ``cfg.model`` under the current layout; plain modules are placed on the
+        first pipeline stage (broadcast over data parallel ranks)."""
+        model = instantiate(cfg.model)
+        if not isinstance(model, flow.nn.Module):
+            raise TypeError(f"cfg.model built a {type(model).__name__}, not a oneflow.nn.Module")
+        model = dist.convert_to_distributed_default_setting(model)
+        num_params = sum(p.numel() for p in model.parameters())
+        logger.info(f"Model {type(model).__name__}: {num_params:,} parameters")
+        return model
+
+    @classmethod
+    def build_graph(cls, cfg: Any, model: flow.nn.Module, optimizer: Any = None,
+                    lr_scheduler: Any = None, is_train: bool = True,
+                    optimizer_step: Optional[OptimizerStep] = None) -> flow.nn.Graph:
+        """The static graph for training (``graph.train_graph``) or evaluation (``graph.eval_graph``)."""
+        node = cfg.graph.train_graph if is_train else cfg.graph.eval_graph
+        layout = dist.current_layout() if dist.has_layout() else None
+        if not is_train:
+            return instantiate_with(node, model=model, layout=layout)
+        return instantiate_with(
+            node, model=model, optimizer=optimizer, lr_scheduler=lr_scheduler,
+            optimizer_step=optimizer_step, layout=layout,
+            zero_optimization=dict(cfg.train.zero_optimization),
+            activation_checkpoint=bool(cfg.train.activation_checkpoint.enabled),
+        )
+
+    @classmethod
+    def build_optimizer(cls, cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
+        from libai.optim import build_optimizer
+
+        return build_optimizer(cfg.optim, model)
+
+    @classmethod
+    def build_lr_scheduler(cls, cfg: Any, optimizer: Any, plan: Optional[TrainPlan] = None) -> Any:
+        """``train.scheduler`` with ``max_iter`` and ``warmup_iter`` filled in from the plan."""
+        filled: Dict[str, Any] = {"optimizer": optimizer}
+        if plan is not None:
+            filled.update(max_iter=plan.max_iter, warmup_iter=plan.warmup_iter)
+        return instantiate_with(cfg.train.scheduler, **filled)
+
+    @classmethod
+    def build_train_loader(cls, cfg: Any, tokenizer: Any = None) -> Tuple[Any, Any, Any]:
+        """``dataloader.train`` with batch size, seed and resume position filled in.
+
+        Returns ``(train_loader, valid_loader, test_loader)``; the latter two may be None.
+        """
+        node = cfg.dataloader.train
+        acc = int(cfg.train.num_accumulation_steps or 1)
+        node.train_batch_size = int(cfg.train.train_micro_batch_size) * acc
+        node.test_batch_size = int(cfg.train.test_micro_batch_size)
+        node.seed = int(cfg.train.seed)
+        node.consumed_samples = int(cfg.train.consumed_train_samples or 0)
+        loaders = instantiate(_with_tokenizer(node, tokenizer))
+        if not isinstance(loaders, (tuple, list)):
+            loaders = (loaders, None, None)
+        loaders = tuple(loaders) + (None,) * (3 - len(loaders))
+        return loaders[0], loaders[1], loaders[2]
+
+    @classmethod
+    def build_test_loader(cls, cfg: Any, tokenizer: Any = None) -> List[Any]:
+        nodes = cfg.dataloader.get("test", None)
+        if not nodes:
+            return []
+        loaders = []
+        for node in nodes:
+            node.test_batch_size = int(cfg.train.test_micro_batch_size)
+            node.seed = int(cfg.train.seed)
+            loaders.append(instantiate(_with_tokenizer(node, tokenizer)))
+        return loaders
+
+    @classmethod
+    def build_evaluator(cls, cfg: Any) -> Any:
+        return instantiate(cfg.train.evaluation.evaluator)
+
+    @classmethod
+    def build_tokenizer(cls, cfg: Any) -> Any:
+        node = try_get_key(cfg, "tokenization", default=None)
+        if node is None:
+            return None
+        from libai.tokenizer import build_tokenizer
+
+        return build_tokenizer(node)
+
+    def build_checkpointer(self, cfg: Any) -> Checkpointer:
+        """Model, optimizer, scheduler, trainer state (iteration, hooks), RNG and AMP state."""
+        return Checkpointer(
+            self.model,
+            cfg.train.output_dir,
+            optimizer=self.optimizer,
+            lr_scheduler=self.lr_scheduler,
+            trainer=self,
+            rng=RNGState(),
+            optimizer_step=self.optimizer_step,
+        )
+
+    def build_hooks(self) -> List[hooks.HookBase]:
+        """The hooks, in this order: timer → LR → checkpoint → eval → best → writers."""
+        cfg = self.cfg.train
+        ev = cfg.evaluation
+        result: List[Optional[hooks.HookBase]] = [
+            hooks.IterationTimer(),
+            hooks.LRScheduler(),
+            hooks.PreemptionHandler(),
+            hooks.PeriodicCheckpointer(self.checkpointer, cfg.checkpointer.period,
+                                       max_to_keep=cfg.checkpointer.max_to_keep),
+        ]
+        if _evaluation_enabled(self.cfg) and self.test_loader:
+            result.append(hooks.EvalHook(ev.eval_period, self._evaluate))
+            result.append(hooks.BestCheckpointer(ev.eval_period, self.checkpointer, ev.eval_metric, ev.eval_mode))
+            if cfg.early_stopping.enabled:
+                result.append(hooks.EarlyStopping(ev.eval_period, ev.eval_metric, ev.eval_mode,
+                                                  patience=cfg.early_stopping.patience))
+        if dist.is_main_process():
+            result.append(hooks.PeriodicWriter(self.build_writers(), period=cfg.log_period))
+        return [h for h in result if h is not None]
+
+    def build_writers(self) -> List[Any]:
+        """Console line, ``metrics.json`` and (when tensorboardX is installed) TensorBoard."""
+        from libai.utils.events import CommonMetricPrinter, JSONWriter
+
+        out = self.cfg.train.output_dir
+        samples = self.plan.batch.global_batch_size
+        writers: List[Any] = [
+            CommonMetricPrinter(self.max_iter, samples_per_iter=samples),
+            JSONWriter(os.path.join(out, "metrics.json"), samples_per_iter=samples),
+        ]
+        try:
+            from libai.utils.events import TensorboardXWriter
+
+            writers.append(TensorboardXWriter(out))
+        except ImportError as e:
+            logger.info(f"TensorBoard logging is off ({e})")
+        return writers
+
+    # ------------------------------------------------------------------ step runner
+    def _build_optimizer_step(self, cfg: Any) -> OptimizerStep:
+        t = cfg.train
+        notes = check_supported(
+            graph_enabled=bool(cfg.graph.enabled), amp=bool(t.amp.enabled),
+            zero=bool(t.zero_optimization.enabled), zero_stage=int(t.zero_optimization.stage),
+            data_parallel_size=self.layout.data_parallel_size, device_type=self.layout.device_type,
+        )
+        for note in notes:
+            logger.warning(note)
+        return OptimizerStep(self.optimizer, grad_acc_steps=self.plan.batch.num_accumulation_steps,
+                             amp=bool(t.amp.enabled), device_type=self.layout.device_type)
+
+    def _build_step_runner(self, cfg: Any) -> TrainerBase:
+        if cfg.graph.enabled:
+            with self.layout:
+                self.graph_train = self.build_graph(cfg, self.model, self.optimizer, self.lr_scheduler,
+                                                    is_train=True, optimizer_step=self.optimizer_step)
+                if _evaluation_enabled(cfg):
+                    self.graph_eval = self.build_graph(cfg, self.model, is_train=False)
+            runner: TrainerBase = GraphTrainer(self.graph_train, self.train_loader, layout=self.layout)
+        else:
+            if cfg.train.activation_checkpoint.enabled:
+                logger.warning(
+                    "activation_checkpoint.enabled applies in Graph mode (graph.enabled=True); "
+                    "OneFlow 0.9 eager mode keeps all activations, so it has no effect here"
+                )
+            runner = EagerTrainer(self.model, self.train_loader, self.optimizer,
+                                  grad_acc_steps=self.plan.batch.num_accumulation_steps,
+                                  optimizer_step=self.optimizer_step, layout=self.layout)
+        return runner
+
+    def run_step(self) -> None:
+        runner = self._trainer
+        runner.iter = self.iter
+        runner.hook_owner = self
+        if getattr(runner, "layout", None) is None:
+            runner.layout = self.layout
+        runner.run_step()
+        self.consumed_train_samples += self.plan.batch.global_batch_size
+
+    # ------------------------------------------------------------------ evaluation
+    def _evaluate(self) -> Mapping[str, Any]:
+        model = self.graph_eval if self.graph_eval is not None else self.model
+        results = self.test(self.cfg, self.test_loader, model, layout=self.layout)
+        self.model.train()
+        return results
+
+    @classmethod
+    def test(cls, cfg: Any, test_loaders: Sequence[Any], model: Any, evaluator: Any = None,
+             layout: Optional[dist.ParallelLayout] = None) -> "OrderedDict[str, Any]":
+        """Evaluate ``model`` on each loader; one loader's results are returned directly,
+        several are keyed by dataset name."""
+        from libai.evaluation import inference_on_dataset, print_csv_format
+
+        if layout is None:
+            layout = dist.current_layout() if dist.has_layout() else cls.build_layout(cfg)
+        if not isinstance(test_loaders, (list, tuple)):
+            test_loaders = [test_loaders]
+        results: "OrderedDict[str, Any]" = OrderedDict()
+        for idx, loader in enumerate(test_loaders):
+            name = f"{type(loader.dataset).__name__}" + (f"_{idx}" if len(test_loaders) > 1 else "")
+            ev = evaluator if evaluator is not None else cls.build_evaluator(cfg)
+            res = inference_on_dataset(model, loader, ev, eval_iter=cfg.train.evaluation.eval_iter,
+                                       layout=layout)
+            results[name] = res
+            if dist.is_main_process():
+                logger.info(f"Evaluation results of {name}:")
+                print_csv_format(res)
+        if len(results) == 1:
+            return list(results.values())[0]
+        return results
+
+    # ------------------------------------------------------------------ resume and train
+    def resume_or_load(self, resume: bool = True) -> None:
+        """With ``resume`` and a checkpoint in ``output_dir``: continue from it (model, optimizer,
+        scheduler, iteration, RNG, sampler position). Otherwise load ``train.load_weight`` (model
+        weights only) if set, or start from scratch. Safe to leave ``--resume`` on always."""
+        if resume and self.checkpointer.has_checkpoint():
+            path = self.checkpointer.get_checkpoint_file()
+            self.checkpointer.resume_or_load(path, resume=True)
+            self.start_iter = self.iter + 1
+            self._set_sampler_position(self.consumed_train_samples)
+            logger.info(f"Resumed from {path}: next iteration {self.start_iter}, "
+                        f"{self.consumed_train_samples} samples consumed")
+            return
+        if resume:
+            logger.info(f"--resume: no checkpoint in {self.cfg.train.output_dir}; starting from scratch")
+        weights = self.cfg.train.load_weight
+        if weights:
+            self.checkpointer.load_weights_only(weights)
+            logger.info(f"Loaded model weights from {weights}; training starts at iteration 0")
+
+    def _set_sampler_position(self, consumed: int) -> None:
+        sampler = getattr(self.train_loader, "batch_sampler", None)
+        if sampler is not None and hasattr(sampler, "load_state_dict"):
+            sampler.load_state_dict({"consumed_samples": consumed})
+
+    def train(self) -> Dict[str, float]:
+        """Train from ``start_iter`` to ``max_iter``; returns the last evaluation's results."""
+        if self.start_iter >= self.max_iter:
+            logger.info(
+                f"Training is already complete: the checkpoint is at iteration {self.start_iter - 1} "
+                f"of {self.max_iter}. Nothing to do (use --eval-only to evaluate it, or raise train.train_iter)."
+            )
+            return {}
+        super().train(self.start_iter, self.max_iter)
+        eval_hook = self.get_hook("EvalHook")
+        return dict(eval_hook.last_results) if eval_hook is not None else {}
+
+    def state_dict(self) -> Dict[str, Any]:
+        state = super().state_dict()
+        state["consumed_train_samples"] = self.consumed_train_samples
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.consumed_train_samples = int(state.get("consumed_train_samples", 0))
+
+    def _write_resolved_config(self) -> None:
+        """Record resolved values (parallel sizes, device, stages, batch triple) in config.yaml."""
+        d = self.cfg.train.dist
+        d.data_parallel_size = self.layout.data_parallel_size
+        d.device_type = self.layout.device_type
+        if self.layout.pipeline_parallel_size > 1 and self.layout.stage_of_each_layer:
+            d.custom_pipeline_stage_id = list(self.layout.stage_of_each_layer)
+        path = os.path.join(self.cfg.train.output_dir, "config.yaml")
+        if dist.is_main_process() and os.path.isdir(self.cfg.train.output_dir):
+            LazyConfig.save(self.cfg, path)
+
+
+def _evaluation_enabled(cfg: Any) -> bool:
+    return bool(cfg.train.evaluation.enabled) and bool(cfg.dataloader.get("test", None))
+
+
+def _dataset_size(loader: Any) -> Optional[int]:
+    try:
+        return len(loader.dataset)
+    except (AttributeError, TypeError):
+        return None
+
+
+def instantiate_with(node: Any, **objects: Any) -> Any:
+    """Build ``node`` with some arguments replaced by live objects, leaving the config itself
+    untouched (so it still saves as YAML): one level is copied into a plain dict."""
+    if not hasattr(node, "keys") or "_target_" not in node:
+        raise TypeError(f"expected a LazyCall node with _target_, got {node!r}")
+    copy = {key: node[key] for key in node.keys()}
+    copy.update(objects)
+    return instantiate(copy)
+
+
+def _with_tokenizer(node: Any, tokenizer: Any) -> Any:
+    """The loader node with the built tokenizer given to each dataset node that takes one."""
+    datasets = node.get("dataset", None) if tokenizer is not None else None
+    if datasets is None:
+        return node
+    single = hasattr(datasets, "keys")
+    filled = [
+        instantiate_with(ds, tokenizer=tokenizer) if hasattr(ds, "keys") and "tokenizer" in ds else ds
+        for ds in ([datasets] if single else datasets)
+    ]
+    copy = {key: node[key] for key in node.keys()}
+    copy["dataset"] = filled[0] if single else filled
+    return copy
+
+
+# ---------------------------------------------------------------------------------------------
+# main
+# ---------------------------------------------------------------------------------------------
+def _apply_fast_dev_run(cfg: Any) -> None:
+    """A handful of iterations with logging, evaluation and checkpointing every few steps."""
+    t = cfg.train
+    t.train_iter, t.train_epoch = 10, 0
+    if "train_samples" in t:
+        t.train_samples = None
+    t.log_period = 1
+    t.evaluation.eval_period = 5
+    t.evaluation.eval_iter = 2
+    t.checkpointer.period = 5
+    logger.info("--fast-dev-run: 10 iterations, logging every iteration, evaluating every 5 on 2 batches")
+
+
+def evaluate_only(cfg: Any, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) -> Mapping[str, Any]:
+    """``--eval-only``: load weights (``train.load_weight``, else the newest checkpoint in
+    ``output_dir``) and evaluate on every test loader."""
+    cfg = complete_config(cfg)
+    layout = trainer_cls.build_layout(cfg)
+    with layout:
+        flow.manual_seed(int(cfg.train.seed))
+        model = trainer_cls.build_model(cfg)
+        loaders = trainer_cls.build_test_loader(cfg)
+        if not loaders:
+            raise ValueError("--eval-only needs test data: cfg.dataloader.test is empty")
+        checkpointer = Checkpointer(model, cfg.train.output_dir)
+        weights = cfg.train.load_weight
+        if not weights and checkpointer.has_checkpoint():
+            weights = checkpointer.get_checkpoint_file()
+        if not weights:
+            raise FileNotFoundError(
+                f"--eval-only needs trained weights, but train.load_weight is empty and "
+                f"{cfg.train.output_dir} holds no checkpoint. Pass train.load_weight=PATH/TO/model_final "
+                "or point train.output_dir at a finished run"
+            )
+        checkpointer.load_weights_only(weights)
+        logger.info(f"--eval-only: evaluating weights from {weights}")
+        if cfg.graph.enabled:
+            model = trainer_cls.build_graph(cfg, model, is_train=False)
+        return trainer_cls.test(cfg, loaders, model, layout=layout)
+
+
+def main(args: argparse.Namespace, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) -> Any:
+    """The whole program behind ``tools/train_net.py``: load, override, set up, then evaluate
+    (``--eval-only``) or train (``--resume`` continues from the newest checkpoint if any)."""
+    cfg = LazyConfig.load(args.config_file)
+    cfg = LazyConfig.apply_overrides(cfg, list(args.opts or []))
+    if getattr(args, "fast_dev_run", False):
+        cfg = complete_config(cfg)
+        _apply_fast_dev_run(cfg)
+    default_setup(cfg, args)
+    if args.eval_only:
+        return evaluate_only(cfg, trainer_cls)
+    trainer = trainer_cls(cfg)
+    trainer.resume_or_load(resume=args.resume)
+    return trainer.train()
+
+
+def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
+    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
+    args = default_argument_parser().parse_args(argv)
+    return main(args, trainer_cls)
+

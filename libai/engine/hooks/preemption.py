@@ -1,0 +1,60 @@
+"""Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT)."""
+import logging
+import signal
+from typing import Any, Dict, Optional
+
+import oneflow as flow
+
+from libai.engine.trainer import HookBase
+from libai.utils import distributed as dist
+
+logger = logging.getLogger(__name__)
+
+
+class PreemptionHandler(HookBase):
+    """On SIGTERM or SIGINT, finish the current iteration and stop training cleanly; the
+    :class:`PeriodicCheckpointer` then saves ``model_{iter:07d}`` for ``--resume``.
+
+    A scheduler that preempts a job sends SIGTERM; Ctrl-C sends SIGINT. A second signal of the
+    same kind while saving falls back to the default behaviour. In a multi-process run the flag
+    is combined across ranks each step (a one-element all-reduce), so every rank stops at the
+    same iteration even when only one received the signal.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self._received: Optional[int] = None
+        self._previous: Dict[int, Any] = {}
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._received = signum
+        # A second signal gets the default behaviour (e.g. kill on a second Ctrl-C).
+        signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))
+
+    def before_train(self) -> None:
+        try:
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        except ValueError:
+            # Not in the main thread: signals cannot be caught here; nothing to install.
+            self._previous.clear()
+
+    def _anyone_received(self) -> bool:
+        if dist.get_world_size() == 1:
+            return self._received is not None
+        flag = flow.tensor([1.0 if self._received is not None else 0.0])
+        everyone = flow.placement(self.trainer.layout.device_type, ranks=list(range(dist.get_world_size())))
+        total = flag.to(self.trainer.layout.device).to_global(placement=everyone, sbp=flow.sbp.split(0)).sum()
+        return float(total.to_global(sbp=flow.sbp.broadcast).to_local().item()) > 0
+
+    def after_step(self) -> None:
+        if not self._anyone_received():
+            return
+        name = signal.Signals(self._received).name if self._received else "a signal on another rank"
+        self.trainer.request_stop(f"received {name}; saving a checkpoint to resume from with --resume")
+
+    def after_train(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()

@@ -1,0 +1,206 @@
+"""The one place that knows how an update is made: accumulation, AMP, clipping, ZeRO.
+
+Both step runners use an :class:`OptimizerStep`, so each ``train`` switch means the same thing in
+Eager and Graph mode:
+
+* Eager: :meth:`autocast` wraps the forward, :meth:`backward` scales and accumulates,
+  :meth:`step` unscales, checks for overflow, clips and updates.
+* Graph: :meth:`configure_graph` applies the same switches to an ``nn.Graph`` (gradient
+  accumulation steps, AMP with a dynamic grad scaler, ZeRO); clipping comes from the optimizer's
+  param-group keys ``clip_grad_max_norm``/``clip_grad_norm_type``, which OneFlow honours in both.
+
+Where OneFlow cannot do a technique in a mode, :func:`check_supported` fails at start-up naming
+the combination that works.
+"""
+import contextlib
+import logging
+from typing import Any, ContextManager, Iterator, List, Optional
+
+import oneflow as flow
+
+__all__ = ["OptimizerStep", "DynamicLossScaler", "check_supported"]
+
+logger = logging.getLogger(__name__)
+
+
+class DynamicLossScaler:
+    """Loss scaling for eager fp16 training (OneFlow 0.9's ``flow.amp.GradScaler`` is graph-only).
+
+    The loss is multiplied by ``scale`` before backward; gradients are divided by it before the
+    update. A step whose gradients hold inf/NaN is skipped and the scale halves; after
+    ``growth_interval`` clean steps it doubles.
+    """
+
+    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000) -> None:
+        self.scale = float(init_scale)
+        self.growth_factor = growth_factor
+        self.backoff_factor = backoff_factor
+        self.growth_interval = growth_interval
+        self._clean_steps = 0
+
+    def unscale_and_check(self, params: List[flow.Tensor]) -> bool:
+        """Divide gradients by the scale; return True when all of them are finite."""
+        finite = True
+        inv = 1.0 / self.scale
+        for p in params:
+            if p.grad is None:
+                continue
+            p.grad.mul_(inv)
+            if finite and not bool(flow.isfinite(p.grad).all().item()):
+                finite = False
+        return finite
+
+    def update(self, finite: bool) -> None:
+        if finite:
+            self._clean_steps += 1
+            if self._clean_steps >= self.growth_interval:
+                self.scale *= self.growth_factor
+                self._clean_steps = 0
+        else:
+            self.scale *= self.backoff_factor
+            self._clean_steps = 0
+
+    def state_dict(self) -> dict:
+        return {"scale": self.scale, "clean_steps": self._clean_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.scale = float(state["scale"])
+        self._clean_steps = int(state["clean_steps"])
+
+
+def check_supported(graph_enabled: bool, amp: bool, zero: bool, zero_stage: int,
+                    data_parallel_size: int, device_type: str) -> List[str]:
+    """Validate the technique switches for a mode; return notes to log once.
+
+    Raises ``ValueError`` naming the supported combination when a switch cannot work.
+    """
+    notes: List[str] = []
+    if zero:
+        if zero_stage not in (1, 2, 3):
+            raise ValueError(f"train.zero_optimization.stage must be 1, 2 or 3, got {zero_stage}")
+        if data_parallel_size == 1:
+            notes.append("ZeRO is enabled but data_parallel_size is 1: it has no effect")
+        elif not graph_enabled:
+            raise ValueError(
+                "train.zero_optimization.enabled=True needs Graph mode in OneFlow 0.9 (eager ZeRO "
+                "is not available). Set graph.enabled=True, or zero_optimization.enabled=False"
+            )
+    if amp and device_type == "cpu":
+        if graph_enabled:
+            notes.append(
+                "AMP on the CPU: the graph's AMP pass is enabled, but OneFlow's CPU kernels compute "
+                "in fp32, so this run is effectively fp32 (AMP pays off on CUDA)"
+            )
+        else:
+            notes.append(
+                "AMP on the CPU: OneFlow 0.9 has no CPU autocast, so this eager run computes in "
+                "fp32 and no loss scaling is applied (AMP is honoured on CUDA)"
+            )
+    return notes
+
+
+def _group_options(group: Any) -> dict:
+    """A param group's options, whether OneFlow's ``ParamGroup`` or a plain dict."""
+    return dict(group.options) if hasattr(group, "options") else dict(group)
+
+
+class OptimizerStep:
+    """Owns the update: gradient accumulation, AMP (autocast + loss scaling), clipping.
+
+    Args:
+        optimizer: a OneFlow optimizer; clipping is read from its param groups
+            (``clip_grad_max_norm``), as in Graph mode.
+        grad_acc_steps: micro-batches per update; each micro-batch loss is divided by it.
+        amp: mixed precision (fp16 on CUDA; reported and ignored on the CPU).
+        device_type: ``"cuda"`` or ``"cpu"``, from the layout.
+    """
+
+    def __init__(self, optimizer: flow.optim.Optimizer, grad_acc_steps: int = 1,
+                 amp: bool = False, device_type: str = "cpu",
+                 loss_scaler: Optional[DynamicLossScaler] = None) -> None:
+        if int(grad_acc_steps) < 1:
+            raise ValueError(f"grad_acc_steps must be >= 1, got {grad_acc_steps}")
+        self.optimizer = optimizer
+        self.grad_acc_steps = int(grad_acc_steps)
+        self.device_type = device_type
+        self.amp = bool(amp)
+        self.amp_active = self.amp and device_type == "cuda"
+        self.loss_scaler = loss_scaler or (DynamicLossScaler() if self.amp_active else None)
+        self.skipped_steps = 0
+
+    @property
+    def clips_gradients(self) -> bool:
+        return any(_group_options(g).get("clip_grad_max_norm") is not None
+                   for g in self.optimizer.param_groups)
+
+    def _params(self) -> List[flow.Tensor]:
+        params: List[flow.Tensor] = []
+        for g in self.optimizer.param_groups:
+            params.extend(g.parameters if hasattr(g, "parameters") else g["params"])
+        return params
+
+    # ------------------------------------------------------------------ eager
+    def autocast(self) -> ContextManager[Any]:
+        """The forward's precision context (fp16 autocast on CUDA when AMP is on)."""
+        if self.amp_active:
+            return flow.autocast(device_type="cuda", dtype=flow.float16)
+        return contextlib.nullcontext()
+
+    def backward(self, loss: flow.Tensor) -> None:
+        """Backward of one micro-batch's loss, averaged over the accumulation steps."""
+        if self.grad_acc_steps > 1:
+            loss = loss / self.grad_acc_steps
+        if self.loss_scaler is not None:
+            loss = loss * self.loss_scaler.scale
+        loss.backward()
+
+    def step(self) -> bool:
+        """Apply the update (unscale, overflow check, clip, step, zero grads).
+
+        Returns False when the step was skipped because gradients overflowed.
+        """
+        take_step = True
+        if self.loss_scaler is not None:
+            take_step = self.loss_scaler.unscale_and_check(self._params())
+            self.loss_scaler.update(take_step)
+        if take_step:
+            if self.clips_gradients:
+                self.optimizer.clip_grad()
+            self.optimizer.step()
+        else:
+            self.skipped_steps += 1
+            logger.warning(f"AMP: gradients overflowed, step skipped (loss scale now {self.loss_scaler.scale:g})")
+        self.optimizer.zero_grad()
+        return take_step
+
+    # ------------------------------------------------------------------ graph
+    def configure_graph(self, graph: flow.nn.Graph, lr_scheduler: Any = None,
+                        zero: bool = False, zero_stage: int = 1, data_parallel_size: int = 1) -> None:
+        """Apply the same switches to a training ``nn.Graph`` (call from its ``__init__``)."""
+        if lr_scheduler is not None:
+            graph.add_optimizer(self.optimizer, lr_sch=lr_scheduler)
+        else:
+            graph.add_optimizer(self.optimizer)
+        if self.amp:
+            graph.config.enable_amp(True)
+            graph.set_grad_scaler(
+                flow.amp.GradScaler(init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                                    growth_interval=2000)
+            )
+        if self.grad_acc_steps > 1:
+            graph.config.set_gradient_accumulation_steps(self.grad_acc_steps)
+        if zero and data_parallel_size > 1:
+            graph.config.enable_zero(True, stage=zero_stage)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        state = {"skipped_steps": self.skipped_steps}
+        if self.loss_scaler is not None:
+            state["loss_scaler"] = self.loss_scaler.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.skipped_steps = int(state.get("skipped_steps", 0))
+        if self.loss_scaler is not None and "loss_scaler" in state:
+            self.loss_scaler.load_state_dict(state["loss_scaler"])

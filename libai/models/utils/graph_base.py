@@ -1,0 +1,120 @@
+"""The static-graph wrapper of a model, for training or for evaluation.
+
+``GraphBase`` compiles ``model(**batch)`` into a OneFlow ``nn.Graph``. For training it also
+holds the backward and the optimizer update; every technique switch is applied by the same
+:class:`~libai.engine.optimizer_step.OptimizerStep` the Eager path uses (accumulation, AMP,
+clipping, ZeRO), plus the two graph-only structural settings below:
+
+* activation checkpointing on the model's repeated blocks: the modules returned by
+  ``model.activation_checkpoint_modules()`` when the model defines it, else every
+  ``libai.layers.TransformerLayer`` it contains;
+* pipeline stages: in a multi-stage layout each module carrying a ``layer_idx`` is assigned to
+  the stage of that layer; gradient-accumulation micro-batches feed the pipeline.
+
+The graph captures ``model.training`` when it is first called: the training graph must first
+run in train mode and the evaluation graph in eval mode (the engine does this).
+"""
+import logging
+from typing import Any, Iterable, List, Optional
+
+import oneflow as flow
+from oneflow import nn
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["GraphBase"]
+
+
+class GraphBase(nn.Graph):
+    """Args:
+        model: the module to compile (a libai model, or any module returning a loss dict).
+        optimizer, lr_scheduler: attached for training.
+        optimizer_step: the run's OptimizerStep (built from the optimizer when omitted).
+        is_train: training graph (forward + backward + update) or evaluation graph.
+        activation_checkpoint: recompute the repeated blocks' activations in backward.
+        zero_optimization: ``{"enabled": bool, "stage": int}``; active when data parallel > 1.
+        layout: the run's ParallelLayout (for pipeline stages and ZeRO).
+        debug: OneFlow graph debug level (``-1`` off, 0–3 more verbose).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: Optional[flow.optim.Optimizer] = None,
+        lr_scheduler: Any = None,
+        optimizer_step: Any = None,
+        is_train: bool = True,
+        activation_checkpoint: bool = False,
+        zero_optimization: Any = None,
+        layout: Any = None,
+        debug: int = -1,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.is_train = is_train
+        self._layout = layout
+        if is_train:
+            if optimizer is None:
+                raise ValueError("a training GraphBase needs the optimizer (is_train=True)")
+            from libai.engine.optimizer_step import OptimizerStep
+
+            step = optimizer_step or OptimizerStep(optimizer)
+            zero = zero_optimization or {}
+            dp = layout.data_parallel_size if layout is not None else 1
+            step.configure_graph(self, lr_scheduler=lr_scheduler, zero=bool(zero.get("enabled", False)),
+                                 zero_stage=int(zero.get("stage", 1)), data_parallel_size=dp)
+            if activation_checkpoint:
+                self._enable_activation_checkpointing()
+        if layout is not None and layout.is_global and layout.pipeline_parallel_size > 1:
+            self._assign_pipeline_stages(layout)
+        if debug is not None and debug >= 0:
+            self.debug(debug)
+
+    # ------------------------------------------------------------------ structure
+    def _checkpoint_blocks(self) -> List[nn.Module]:
+        model = self.model.to(nn.Module)
+        if hasattr(model, "activation_checkpoint_modules"):
+            return list(model.activation_checkpoint_modules())
+        try:
+            from libai.layers import TransformerLayer
+        except ImportError:
+            return []
+        return [m for m in model.modules() if isinstance(m, TransformerLayer)]
+
+    def _enable_activation_checkpointing(self) -> None:
+        blocks = self._checkpoint_blocks()
+        if not blocks:
+            logger.warning(
+                "activation_checkpoint.enabled is set but the model has no TransformerLayer blocks "
+                "and no activation_checkpoint_modules(); nothing is checkpointed"
+            )
+            return
+        ids = {id(b) for b in blocks}
+        for block in self._graph_modules():
+            if id(block.to(nn.Module)) in ids:
+                block.to(nn.graph.GraphModule).activation_checkpointing = True
+        logger.info(f"Activation checkpointing on {len(blocks)} blocks")
+
+    def _assign_pipeline_stages(self, layout: Any) -> None:
+        for block in self._graph_modules():
+            module = block.to(nn.Module)
+            layer_idx = getattr(module, "layer_idx", None)
+            if layer_idx is None:
+                continue
+            stage = layout.layer_stage(layer_idx)
+            block.to(nn.graph.GraphModule).set_stage(stage, layout.stage_placement(stage))
+
+    def _graph_modules(self) -> Iterable[Any]:
+        """Every sub-block of the compiled model (proxies of the eager modules)."""
+        return self.model.modules()
+
+    # ------------------------------------------------------------------ the compiled step
+    def build(self, **kwargs: Any) -> Any:
+        if not self.is_train:
+            return self.model(**kwargs)
+        from libai.engine.trainer import sum_losses
+
+        outputs = self.model(**kwargs)
+        loss = sum_losses(outputs)
+        loss.backward()
+        return {k: v for k, v in outputs.items() if "loss" in k}

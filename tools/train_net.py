@@ -1,0 +1,19 @@
+#!/usr/bin/env python
+"""Train or evaluate a model described by a libai config file.
+
+    python tools/train_net.py --config-file CFG [--resume] [--eval-only] [key=value ...]
+    python -m oneflow.distributed.launch --nproc_per_node N tools/train_net.py --config-file CFG
+
+Everything happens in ``libai.engine.default.main``; projects call the same function.
+"""
+import os
+import sys
+
+# Run from a checkout without installing: make the repository importable.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import libai  # noqa: E402,F401  (makes OneFlow's libraries loadable; must precede oneflow)
+from libai.engine.default import launch_main  # noqa: E402
+
+if __name__ == "__main__":
+    launch_main()
