@@ -26,3 +26,13 @@ def local_layout():
     layout = dist.ParallelLayout.from_config({"device_type": "cpu"}, world_size=1, rank=0)
     with layout:
         yield layout
+
+
+@pytest.fixture(scope="session")
+def digits_dir(tmp_path_factory):
+    """scikit-learn's real digits written as MNIST IDX files (about 1,400 train, 360 test)."""
+    from libai.data.datasets.mnist import make_digits_mnist
+
+    root = str(tmp_path_factory.mktemp("digits"))
+    make_digits_mnist(root, test_fraction=0.2, seed=0)
+    return root

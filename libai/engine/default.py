@@ -22,6 +22,7 @@ from libai.engine.train_plan import TrainPlan, resolve_batch_sizes, resolve_iter
 from libai.engine.trainer import EagerTrainer, GraphTrainer, TrainerBase
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer, RNGState
+from libai.utils.rng import use_default_generators
 
 __all__ = ["DefaultTrainer", "default_setup", "default_argument_parser", "main"]
 
@@ -76,6 +77,7 @@ class DefaultTrainer(TrainerBase):
         if not isinstance(model, flow.nn.Module):
             raise TypeError(f"cfg.model built a {type(model).__name__}, not a oneflow.nn.Module")
         model = dist.convert_to_distributed_default_setting(model)
+        use_default_generators(model)
         num_params = sum(p.numel() for p in model.parameters())
         logger.info(f"Model {type(model).__name__}: {num_params:,} parameters")
         return model

@@ -79,6 +79,9 @@ class TrainerBase:
         self.storage: Optional[EventStorage] = None
         self.stop_reason: Optional[str] = None
         self.checkpoint_on_stop: bool = True
+        # Metric histories from a checkpoint, applied when ``train`` opens its storage, so that
+        # smoothed values logged after a resume equal those of the uninterrupted run.
+        self._storage_state: Optional[Mapping[str, Any]] = None
         # The object whose hooks receive ``after_backward``; a composing trainer points this
         # at itself so that its hooks see events from the step runner it holds.
         self.hook_owner: Any = self
@@ -143,6 +146,10 @@ class TrainerBase:
         self.stop_reason = None
         self.checkpoint_on_stop = True
         with EventStorage(start_iter) as self.storage:
+            if self._storage_state is not None:
+                self.storage.load_state_dict(self._storage_state)
+                self.storage.iter = start_iter
+                self._storage_state = None
             try:
                 self.before_train()
                 for self.iter in range(start_iter, max_iter):
@@ -188,6 +195,8 @@ class TrainerBase:
     # ------------------------------------------------------------------ state
     def state_dict(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {"iteration": self.iter}
+        if self.storage is not None:
+            state["storage"] = self.storage.state_dict()
         hooks_state = {}
         for h in self._hooks:
             s = h.state_dict()
@@ -199,6 +208,7 @@ class TrainerBase:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.iter = int(state["iteration"])
+        self._storage_state = state.get("storage")
         for name, value in state.get("hooks", {}).items():
             hook = self.get_hook(name)
             if hook is None:
