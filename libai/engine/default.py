@@ -286,8 +286,9 @@ class DefaultTrainer(TrainerBase):
         weights only) if set, or start from scratch. Safe to leave ``--resume`` on always."""
         if resume and self.checkpointer.has_checkpoint():
             path = self.checkpointer.get_checkpoint_file()
-            self.checkpointer.resume_or_load(path, resume=True)
-            self.start_iter = self.iter + 1
+            extra = self.checkpointer.resume_or_load(path, resume=True)
+            # ``iteration`` is the last completed iteration the checkpoint holds.
+            self.start_iter = int(extra.get("iteration", self.iter)) + 1
             self._set_sampler_position(self.consumed_train_samples)
             logger.info(f"Resumed from {path}: next iteration {self.start_iter}, "
                         f"{self.consumed_train_samples} samples consumed")

@@ -6,6 +6,7 @@ the iteration counter and ``train(start_iter, max_iter)``; :class:`EagerTrainer`
 (or the compiled graph), and let an :class:`~libai.engine.optimizer_step.OptimizerStep` apply
 the update. ``DefaultTrainer`` (in :mod:`libai.engine.default`) composes them from a config.
 """
+import inspect
 import logging
 import time
 import weakref
@@ -251,7 +252,7 @@ class _StepRunner(TrainerBase):
         self._data_iter: Optional[Any] = None
         self.layout = layout
         self.get_batch = get_batch
-        self.samples_per_step: Optional[int] = None
+        self._fields_checked = False
 
     def next_batch(self) -> Any:
         """The next batch from the loader (the iterator is created on first use, so the loader's
@@ -260,20 +261,29 @@ class _StepRunner(TrainerBase):
             self._data_iter = iter(self.data_loader)
         return next(self._data_iter)
 
+    def forward_module(self) -> Optional[flow.nn.Module]:
+        """The module whose ``forward`` receives the batch (for the field-name check)."""
+        return None
+
     def place(self, batch: Any) -> Dict[str, Any]:
         """Turn a loader batch into the keyword arguments of the model."""
         if self.get_batch is not None:
-            return self.get_batch(batch)
-        if hasattr(batch, "to_global"):
+            inputs = self.get_batch(batch)
+        elif hasattr(batch, "to_global"):
             if self.layout is None:
                 raise RuntimeError("the step runner has no layout to place the batch with; pass layout=")
-            return batch.to_global(self.layout).get_fields()
-        if isinstance(batch, Mapping):
-            return dict(batch)
-        raise TypeError(
-            f"cannot turn a batch of type {type(batch).__name__} into model inputs; yield "
-            "libai.data.Instance batches or pass get_batch="
-        )
+            inputs = batch.to_global(self.layout).get_fields()
+        elif isinstance(batch, Mapping):
+            inputs = dict(batch)
+        else:
+            raise TypeError(
+                f"cannot turn a batch of type {type(batch).__name__} into model inputs; yield "
+                "libai.data.Instance batches or pass get_batch="
+            )
+        if not self._fields_checked:
+            check_fields_match(self.forward_module(), list(inputs))
+            self._fields_checked = True
+        return inputs
 
     def write_metrics(self, loss_dict: Mapping[str, Any], data_time: float) -> None:
         """Put the losses and data time into the current event storage.
@@ -292,6 +302,30 @@ class _StepRunner(TrainerBase):
             storage.put_scalar("total_loss", total)
         for k, v in local.items():
             storage.put_scalar(k, v)
+
+
+def check_fields_match(module: Optional[flow.nn.Module], names: Sequence[str]) -> None:
+    """Fail early, listing both sides, when batch field names do not fit ``module.forward``."""
+    if module is None:
+        return
+    params = inspect.signature(module.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    accepted = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                       inspect.Parameter.KEYWORD_ONLY)]
+    required = [p.name for p in params if p.default is inspect.Parameter.empty
+                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    unknown = [n for n in names if n not in accepted]
+    missing = [n for n in required if n not in names]
+    if unknown or missing:
+        raise TypeError(
+            f"the batch fields {list(names)} do not match {type(module).__name__}.forward"
+            f"({', '.join(accepted)}): "
+            + (f"no argument for {unknown}" if unknown else "")
+            + ("; " if unknown and missing else "")
+            + (f"no field for required {missing}" if missing else "")
+            + ". The Dataset's Instance keyword names must equal forward's argument names."
+        )
 
 
 def _scalar_for_logging(value: Any) -> Any:
@@ -333,6 +367,9 @@ class EagerTrainer(_StepRunner):
                 f"grad_acc_steps ({self.grad_acc_steps}) differs from the OptimizerStep's "
                 f"({self.optimizer_step.grad_acc_steps})"
             )
+
+    def forward_module(self) -> Optional[flow.nn.Module]:
+        return self.model
 
     def run_step(self) -> None:
         start = time.perf_counter()
@@ -404,6 +441,10 @@ class GraphTrainer(_StepRunner):
     ) -> None:
         super().__init__(data_loader, layout=layout, get_batch=get_batch)
         self.graph = graph
+
+    def forward_module(self) -> Optional[flow.nn.Module]:
+        model = getattr(self.graph, "model", None)
+        return model.to(flow.nn.Module) if model is not None and hasattr(model, "to") else None
 
     def run_step(self) -> None:
         start = time.perf_counter()

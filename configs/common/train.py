@@ -1,0 +1,55 @@
+"""Default training settings: ``from configs.common.train import train``.
+
+This is the one place where the defaults of ``train`` are written. The trainer completes a
+user's (possibly partial) ``train`` with these values and warns about keys not listed here.
+Targets are dotted strings so this file loads even where those modules are not importable yet.
+"""
+from libai.config import LazyCall
+
+train = dict(
+    output_dir="./output",  # where logs, metrics.json, config.yaml and checkpoints go
+    train_micro_batch_size=32,  # samples per data-parallel rank per micro-batch
+    global_batch_size=None,  # micro batch × accumulation steps × data parallel; None = derived
+    num_accumulation_steps=None,  # micro-batches per optimizer step; None = derived (or 1)
+    train_iter=10000,  # iterations; total = max(train_iter, train_epoch × iters per epoch)
+    train_epoch=0,  # epochs; 0 = count by train_iter only
+    train_samples=None,  # if set, iterations = train_samples // global_batch_size
+    warmup_ratio=0.0,  # fraction of the total iterations spent warming up the lr
+    start_iter=0,  # first iteration (set by --resume from the checkpoint)
+    consumed_train_samples=0,  # samples already seen, so the sampler resumes exactly
+    consumed_valid_samples=0,  # evaluation samples already seen
+    amp=dict(enabled=False),  # mixed precision
+    activation_checkpoint=dict(enabled=False),  # recompute activations to save memory
+    nccl_fusion_threshold_mb=16,  # graph mode: fuse collective ops up to this size (MB)
+    nccl_fusion_max_ops=24,  # graph mode: at most this many ops per fused collective
+    zero_optimization=dict(enabled=False, stage=1),  # shard optimizer state (ZeRO stage 1-3)
+    checkpointer=dict(period=5000, max_to_keep=100),  # save every `period` iters; keep newest N
+    test_micro_batch_size=32,  # evaluation samples per data-parallel rank per batch
+    evaluation=dict(
+        enabled=True,  # evaluate during training
+        evaluator=LazyCall("libai.evaluation.ClsEvaluator")(topk=(1, 5)),  # what to measure
+        eval_period=5000,  # evaluate every this many iterations (and after the last one)
+        eval_iter=int(1e5),  # at most this many batches per evaluation
+        eval_metric="Acc@1",  # the metric that decides the best checkpoint
+        eval_mode="max",  # "max" or "min": which direction of eval_metric is better
+    ),
+    load_weight="",  # a checkpoint to initialize the model from ("" = none)
+    log_period=20,  # write metrics every this many iterations
+    scheduler=LazyCall("libai.scheduler.WarmupCosineLR")(  # the trainer fills max_iter, warmup_iter
+        warmup_factor=0.001,  # lr starts at warmup_factor × base lr
+        alpha=0.01,  # cosine floor as a fraction of the base lr
+        warmup_method="linear",  # "linear" or "constant"
+    ),
+    dist=dict(
+        data_parallel_size=None,  # None = whatever world size the other two leave
+        tensor_parallel_size=1,  # ranks that split each layer's weights
+        pipeline_parallel_size=1,  # pipeline stages
+        pipeline_num_layers=None,  # layers to spread over the stages (None = model's count)
+        custom_pipeline_stage_id=None,  # optional explicit stage of every layer
+        device_type=None,  # "cuda" or "cpu"; None = what the machine has
+    ),
+    seed=1234,  # base random seed (each rank derives its own)
+    ema=dict(enabled=False, decay=0.9999),  # keep an exponential moving average of the weights
+    nan_check=dict(enabled=True, action="stop"),  # on a NaN/inf loss: "stop" or "skip" the step
+    early_stopping=dict(enabled=False, patience=5),  # stop after `patience` evals without gain
+)

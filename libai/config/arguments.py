@@ -1,0 +1,80 @@
+"""The command line shared by every training script.
+
+``tools/train_net.py`` and projects parse the same flags, so ``--help`` reads the same
+everywhere. Multi-process and multi-node flags (``--nproc_per_node``, ``--nnodes``, ...) are not
+here: they belong to ``python -m oneflow.distributed.launch``, which sets the environment each
+process reads.
+"""
+import argparse
+from typing import Optional
+
+__all__ = ["default_argument_parser"]
+
+_EXAMPLES = """\
+examples:
+  train on one process:
+    python tools/train_net.py --config-file configs/my_config.py
+
+  change settings without editing the file (keys must exist; '+key=value' adds a new one):
+    python tools/train_net.py --config-file configs/my_config.py \\
+        train.train_iter=2000 optim.lr=1e-4 train.amp.enabled=True "train.output_dir='./out'"
+
+  check quickly that everything runs (a few iterations, frequent logging and evaluation):
+    python tools/train_net.py --config-file configs/my_config.py --fast-dev-run
+
+  continue from the last checkpoint in train.output_dir:
+    python tools/train_net.py --config-file configs/my_config.py --resume
+
+  evaluate weights only:
+    python tools/train_net.py --config-file configs/my_config.py --eval-only \\
+        train.load_weight=output/model_final
+
+  two processes on this machine:
+    python -m oneflow.distributed.launch --nproc_per_node 2 tools/train_net.py \\
+        --config-file configs/my_config.py
+"""
+
+
+def default_argument_parser(
+    epilog: Optional[str] = None, require_config: bool = True
+) -> argparse.ArgumentParser:
+    """The parser of a training script: ``--config-file``, run modes, and trailing overrides.
+
+    Args:
+        epilog: text shown at the end of ``--help``; defaults to worked examples.
+        require_config: whether ``--config-file`` must be given (true for training and
+            evaluation; a script that can run without a config may turn it off).
+
+    Returns:
+        A parser whose result has ``config_file``, ``resume``, ``eval_only``, ``fast_dev_run``
+        and ``opts`` (the list of ``key=value`` overrides, for ``LazyConfig.apply_overrides``).
+    """
+    parser = argparse.ArgumentParser(
+        description="Train or evaluate a model described by a libai config file.",
+        epilog=_EXAMPLES if epilog is None else epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config-file", required=require_config, default="" if not require_config else None,
+        metavar="FILE", help="path to the config file (.py, .yaml or .json)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue from the newest checkpoint in train.output_dir (the one named in "
+        "its last_checkpoint file)",
+    )
+    parser.add_argument(
+        "--eval-only", action="store_true",
+        help="only evaluate the model (weights from train.load_weight or --resume)",
+    )
+    parser.add_argument(
+        "--fast-dev-run", action="store_true",
+        help="run a few iterations with frequent logging and evaluation, to check quickly "
+        "that a config works end to end",
+    )
+    parser.add_argument(
+        "opts", nargs=argparse.REMAINDER, default=[], metavar="KEY=VALUE",
+        help="config overrides applied after loading the file, e.g. train.train_iter=100 "
+        "(values are Python literals; quote strings containing spaces)",
+    )
+    return parser

@@ -1,0 +1,184 @@
+"""Build objects from config nodes: ``instantiate(cfg.model)``.
+
+A node is a mapping with a ``_target_`` (a class, a function or a dotted import string) and
+keyword arguments. Building is recursive and children come first, so a node's arguments are
+already-built objects when its target is called. Everything else passes through: plain dicts
+and lists come back as plain dicts and lists with the nodes inside them built.
+
+Errors say *where*: a failure anywhere names the key path of the failing node (counted from the
+config root when the node came from one, e.g. ``dataloader.train.dataset[0]``) and its target,
+and chains the original exception.
+"""
+import difflib
+import inspect
+from collections.abc import Mapping
+from typing import Any, Dict, List
+
+from omegaconf import DictConfig, ListConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from libai.config.errors import InstantiationError
+from libai.config.paths import join_path
+from libai.config.targets import describe_target, locate
+
+__all__ = ["instantiate", "is_node"]
+
+TARGET_KEY = "_target_"
+
+
+def is_node(obj: Any) -> bool:
+    """True for a config node: a mapping holding a ``_target_``."""
+    return isinstance(obj, (Mapping, DictConfig)) and TARGET_KEY in obj
+
+
+def instantiate(cfg: Any) -> Any:
+    """Build every node in ``cfg`` and return the result.
+
+    Args:
+        cfg: a node (``LazyCall(...)(...)`` or any mapping with ``_target_``), or a dict/list
+            (DictConfig, ListConfig or plain) that may contain nodes, or any other value.
+
+    Returns:
+        The target's return value for a node; a plain ``dict``/``list`` (tuples stay tuples)
+        with nodes built for containers; anything else unchanged.
+
+    Raises:
+        InstantiationError: a target could not be imported or raised; the message names the
+            key path and the target, and ``__cause__`` is the original exception.
+    """
+    return _build(cfg, _node_path(cfg))
+
+
+def _node_path(node: Any) -> str:
+    """Where ``node`` sits in the config it came from (``""`` for a root or a detached node)."""
+    if not isinstance(node, (DictConfig, ListConfig)):
+        return ""
+    keys: List[Any] = []
+    try:
+        parent = node._get_parent()
+        while parent is not None:
+            keys.append(node._key())
+            node, parent = parent, parent._get_parent()
+    except Exception:  # omegaconf internals changed: fall back to paths relative to the node
+        return ""
+    path = ""
+    for key in reversed(keys):
+        path = join_path(path, key)
+    return path
+
+
+def _where(path: str) -> str:
+    return f"'{path}'" if path else "the config root"
+
+
+def _child(node: Any, key: Any, path: str) -> Any:
+    """``node[key]``, turning omegaconf's interpolation / missing-value errors into ours."""
+    try:
+        return node[key]
+    except OmegaConfBaseException as error:
+        raise InstantiationError(
+            f"Cannot read {_where(join_path(path, key))}: {str(error).splitlines()[0]}. "
+            f"Set the value in the config "
+            f"or with an override '{join_path(path, key)}=...'",
+            join_path(path, key),
+        ) from error
+
+
+def _build(node: Any, path: str) -> Any:
+    if isinstance(node, (Mapping, DictConfig)):
+        if TARGET_KEY in node:
+            return _call(node, path)
+        return {key: _build(_child(node, key, path), join_path(path, key)) for key in node.keys()}
+    if isinstance(node, (list, tuple, ListConfig)):
+        built = [_build(_child(node, i, path), join_path(path, i)) for i in range(len(node))]
+        return tuple(built) if isinstance(node, tuple) else built
+    return node
+
+
+def _resolve_target(spec: Any, path: str) -> Any:
+    if isinstance(spec, str):
+        try:
+            spec = locate(spec)
+        except Exception as error:
+            raise InstantiationError(
+                f"Cannot import _target_ '{spec}' of {_where(path)}: {type(error).__name__}: "
+                f"{error}. Check the spelling, and that the module is installed or importable "
+                f"from the current directory.",
+                path,
+                str(spec),
+            ) from error
+    if not callable(spec):
+        raise InstantiationError(
+            f"_target_ of {_where(path)} is {spec!r}, which cannot be called; use a class, a "
+            f"function, or a dotted string naming one",
+            path,
+            repr(spec),
+        )
+    return spec
+
+
+def _call(node: Any, path: str) -> Any:
+    name = describe_target(_child(node, TARGET_KEY, path))
+    kwargs = {
+        key: _build(_child(node, key, path), join_path(path, key))
+        for key in node.keys()
+        if key != TARGET_KEY
+    }
+    non_str = [key for key in kwargs if not isinstance(key, str)]
+    if non_str:
+        raise InstantiationError(
+            f"Node {_where(path)} has non-string keys {non_str}; arguments are passed by keyword",
+            path,
+            name,
+        )
+    target = _resolve_target(_child(node, TARGET_KEY, path), path)
+    try:
+        return target(**kwargs)
+    except Exception as error:
+        hint = _argument_hint(target, kwargs, path)
+        raise InstantiationError(
+            f"Error building {_where(path)} (target '{name}'): {type(error).__name__}: {error}"
+            + (f"\n{hint}" if hint else ""),
+            path,
+            name,
+        ) from error
+
+
+def _argument_hint(target: Any, kwargs: Dict[str, Any], path: str) -> str:
+    """Explain a keyword mismatch between the node and the target's signature, if there is one."""
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return ""  # no signature available (some builtins)
+    try:
+        signature.bind(**kwargs)
+        return ""  # the arguments fit: the failure happened inside the target
+    except TypeError:
+        pass
+    params = signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_ONLY and p.default is p.empty]
+    lines = []
+    if positional:
+        lines.append(
+            f"  the target takes positional-only argument(s) {', '.join(positional)}, which a "
+            f"node cannot pass (nodes call by keyword); wrap it in a function taking keywords"
+        )
+    if not takes_any:
+        for key in kwargs:
+            if key not in params:
+                close = difflib.get_close_matches(key, names, n=1)
+                guess = f"; did you mean '{join_path(path, close[0])}'?" if close else ""
+                lines.append(f"  '{join_path(path, key)}' is not an argument of the target{guess}")
+    missing = [
+        n for n, p in params.items()
+        if p.default is inspect.Parameter.empty and n not in kwargs
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    if missing:
+        unset = ", ".join(join_path(path, n) for n in missing)
+        lines.append(f"  required argument(s) not set: {unset}")
+    if names:
+        lines.append(f"  the target accepts: {', '.join(names)}")
+    return "\n".join(lines)

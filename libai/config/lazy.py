@@ -1,0 +1,198 @@
+"""Lazy configs: describe objects now, build them later.
+
+``LazyCall(Target)(**kwargs)`` records *what* to build as a config node instead of building it,
+so every argument stays visible and editable (by a derived config, by a command-line override)
+until :func:`~libai.config.instantiate` finally builds it. :class:`LazyConfig` reads, writes,
+overrides, prints and compares whole configs made of such nodes and plain values.
+"""
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, List, Sequence, Union
+
+from omegaconf import DictConfig, OmegaConf
+
+from libai.config.diff import ConfigChange, diff_configs
+from libai.config.errors import ConfigError, ConfigKeyError, ConfigLoadError
+from libai.config.export import save_yaml, to_py
+from libai.config.instantiate import TARGET_KEY
+from libai.config.loader import CONFIG_FLAGS, load_python_config
+from libai.config.overrides import apply_overrides
+from libai.config.paths import closest_paths
+from libai.config.targets import target_to_string
+
+__all__ = ["LazyCall", "LazyConfig"]
+
+
+
+def _storable(target: Any) -> Any:
+    """``target`` in a form a DictConfig keeps as is.
+
+    omegaconf expands a dataclass (or attrs) class into its fields and rejects ``dict`` itself,
+    so those targets are stored as their import path, which ``instantiate`` resolves the same.
+    """
+    special = target is dict or (
+        isinstance(target, type)
+        and (dataclasses.is_dataclass(target) or hasattr(target, "__attrs_attrs__"))
+    )
+    if not special:
+        return target
+    name = target_to_string(target)
+    if name is None:
+        raise TypeError(
+            f"LazyCall target {target!r} is a dataclass/attrs class that cannot be imported by "
+            f"name (defined in a function or in __main__?); move it to a module"
+        )
+    return name
+
+
+class LazyCall:
+    """Wrap a target so that calling it records a config node instead of calling it.
+
+    Example::
+
+        model = LazyCall(MyModel)(hidden_size=64, head=LazyCall("mylib.Head")(classes=10))
+        model.hidden_size = 128          # still editable
+        net = instantiate(model)         # MyModel(hidden_size=128, head=mylib.Head(classes=10))
+
+    Args:
+        target: a class, a function, or a dotted import string (``"libai.scheduler.WarmupCosineLR"``);
+            a string keeps the config loadable even before that module exists or is importable.
+    """
+
+    def __init__(self, target: Any) -> None:
+        if isinstance(target, str):
+            parts = target.split(".")
+            if not all(part.isidentifier() for part in parts):
+                raise TypeError(
+                    f"LazyCall target {target!r} is not a dotted import path; write it like "
+                    f"'package.module.ClassName'"
+                )
+        elif not callable(target):
+            raise TypeError(
+                f"LazyCall target must be a class, a function or a dotted string, got {target!r} "
+                f"of type {type(target).__name__}"
+            )
+        self._target = _storable(target)
+
+    def __call__(self, **kwargs: Any) -> DictConfig:
+        """A node holding ``_target_`` and ``kwargs`` (keyword arguments only)."""
+        if TARGET_KEY in kwargs:
+            raise TypeError(f"'{TARGET_KEY}' is reserved for the target; pass it to LazyCall(...)")
+        return DictConfig({TARGET_KEY: self._target, **kwargs}, flags=CONFIG_FLAGS)
+
+    def __repr__(self) -> str:
+        return f"LazyCall({self._target!r})"
+
+
+def _select(cfg: DictConfig, keys: Union[str, Sequence[str]], path: str) -> Any:
+    """``cfg[keys]`` for one key, a tuple of values for several."""
+    wanted = [keys] if isinstance(keys, str) else list(keys)
+    for key in wanted:
+        if key not in cfg:
+            close = closest_paths(key, [str(k) for k in cfg.keys()])
+            hint = f" Did you mean {' or '.join(close)}?" if close else ""
+            raise ConfigKeyError(
+                f"Config file '{path}' defines no '{key}'; it defines: "
+                f"{', '.join(map(str, cfg.keys())) or 'nothing'}.{hint}",
+                key,
+                close,
+            )
+    values = tuple(cfg[key] for key in wanted)
+    return values[0] if isinstance(keys, str) else values
+
+
+def _load_data_file(path: str) -> Any:
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in (".yaml", ".yml"):
+        return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    if suffix == ".json":
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    if suffix == ".pkl":
+        import cloudpickle
+
+        with open(path, "rb") as handle:
+            return cloudpickle.load(handle)
+    raise ConfigError(
+        f"Cannot load config '{path}': unknown file type '{suffix}'; "
+        f"use .py, .yaml, .yml, .json, or a .pkl written by LazyConfig.save"
+    )
+
+
+class LazyConfig:
+    """Read, write, override, print and compare configs. All methods are static."""
+
+    @staticmethod
+    def load(path: str, keys: Union[None, str, Sequence[str]] = None) -> Any:
+        """Load a config file: ``.py``, ``.yaml``/``.yml``, ``.json``, or a ``.pkl`` from :meth:`save`.
+
+        A ``.py`` file is run as Python (see :mod:`libai.config.loader` for how its imports
+        resolve); its public config values (dicts, nodes, lists, numbers, strings) form the
+        config, and its modules, functions and classes are left out.
+
+        Args:
+            path: the config file.
+            keys: ``None`` for the whole config; one top-level name for that value; a list/tuple
+                of names for a tuple of values.
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+            ConfigLoadError: the file failed to run; the message names the file and line.
+        """
+        path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"Config file '{path}' does not exist (current directory: {os.getcwd()})"
+            )
+        if path.endswith(".py"):
+            content: Any = load_python_config(path)
+        else:
+            try:
+                content = _load_data_file(path)
+            except ConfigError:
+                raise
+            except Exception as error:
+                raise ConfigLoadError(path, None, f"{type(error).__name__}: {error}") from error
+        if isinstance(content, DictConfig):  # a pickled config
+            content = OmegaConf.to_container(content, resolve=False)
+        if isinstance(content, Mapping):
+            cfg = DictConfig(dict(content), flags=CONFIG_FLAGS)
+        else:
+            raise ConfigLoadError(
+                path,
+                None,
+                f"the top level must map names to values, got {type(content).__name__}",
+            )
+        return cfg if keys is None else _select(cfg, keys, path)
+
+    @staticmethod
+    def save(cfg: Any, path: str) -> List[str]:
+        """Write ``cfg`` as YAML that :meth:`load` reads back equal.
+
+        Classes and functions used as ``_target_`` are written as their import path. Values YAML
+        cannot hold are listed in a logged warning and returned, and the whole config is also
+        pickled to ``path + ".pkl"``.
+        """
+        return save_yaml(cfg, path)
+
+    @staticmethod
+    def apply_overrides(cfg: Any, overrides: Sequence[str]) -> Any:
+        """Apply command-line style ``key=value`` overrides in place and return ``cfg``.
+
+        Strict: an unknown key is an error suggesting the closest existing ones; add a new key
+        with a leading ``+``. See :mod:`libai.config.overrides` for how values are parsed.
+        """
+        return apply_overrides(cfg, overrides)
+
+    @staticmethod
+    def to_py(cfg: Any, prefix: str = "cfg.") -> str:
+        """Readable Python source for ``cfg``; with ``prefix=""`` it is a loadable config file."""
+        return to_py(cfg, prefix=prefix)
+
+    @staticmethod
+    def diff(old: Any, new: Any) -> List[ConfigChange]:
+        """The dotted keys whose values differ from ``old`` to ``new`` (added, removed, changed)."""
+        return diff_configs(old, new)
+

@@ -1,0 +1,443 @@
+"""Save and restore a training run: model, optimizer, scheduler, RNG and anything else.
+
+A checkpoint is a directory ``save_dir/<name>/`` with one *part* per object, each written with
+``flow.save`` (so ``load_weight`` can read the model alone), a small ``extra`` part (iteration and
+such) and a ``manifest.json`` written last. Three decisions shape this module:
+
+* **Layout-free.** Global tensors are gathered into their full value on rank 0 by
+  ``flow.save(..., global_dst_rank=0)``; loading broadcasts them back and ``load_state_dict``
+  re-splits them, so a checkpoint written under one parallel layout loads under any other, or
+  in a single process.
+* **Atomic.** Everything is written under ``save_dir/.tmp-<name>-<pid>`` and renamed into place
+  once complete; ``last_checkpoint`` is then replaced with ``os.replace``. A run killed mid-save
+  leaves the previous checkpoint and ``last_checkpoint`` untouched; its temporary directory is
+  removed by the next save. The manifest records every file's size, so a truncated or partial
+  checkpoint is refused with a clear error instead of half-loading. (The on-disk rules live in
+  :mod:`libai.utils.checkpoint_files`.)
+* **Collective where it must be, decided on rank 0.** In a multi-process run ``save``, ``load``
+  and ``resume_or_load`` must be called on every rank (the gather/broadcast of tensors is a
+  collective); rank 0 alone touches the disk and shares its verdict, so all ranks raise the same
+  error together instead of some of them hanging.
+"""
+import logging
+import os
+import pickle
+import random
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+import oneflow as flow
+from tabulate import tabulate
+
+from libai.utils import distributed as dist
+from libai.utils.checkpoint_files import (
+    EXTRA_PART,
+    MODEL_PART,
+    TMP_PREFIX,
+    CheckpointError,
+    check_name,
+    checkpoint_name,
+    clean_leftovers,
+    finalize_checkpoint,
+    keep_last_checkpoints,
+    list_checkpoints,
+    read_last_checkpoint,
+    verify_checkpoint,
+    weights_kind,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Checkpointer",
+    "CheckpointError",
+    "LoadReport",
+    "RNGState",
+    "checkpoint_name",
+    "keep_last_checkpoints",
+    "verify_checkpoint",
+]
+
+
+@dataclass
+class LoadReport:
+    """What the last load did, for logs and for callers that want to check."""
+
+    missing_keys: List[str] = field(default_factory=list)
+    unexpected_keys: List[str] = field(default_factory=list)
+    loaded_parts: List[str] = field(default_factory=list)
+    skipped_parts: List[str] = field(default_factory=list)
+    absent_parts: List[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checkpointer
+# ---------------------------------------------------------------------------------------------
+class Checkpointer:
+    """Save and load a model together with any objects that have ``state_dict``.
+
+    Args:
+        model: the (eager) module whose ``state_dict`` is the ``model`` part.
+        save_dir: where checkpoints and ``last_checkpoint`` live; may be empty for a
+            load-only checkpointer.
+        save_to_disk: whether this process writes files. Defaults to "rank 0 only". Pass
+            ``False`` on *every* rank to turn saving off; in a multi-process run only rank 0
+            can write, because that is where global tensors are gathered.
+        **checkpointables: named objects with ``state_dict()``/``load_state_dict()``
+            (optimizer, scheduler, sampler, hooks, :class:`RNGState`, trainer state). An object
+            with ``checkpoint_per_rank = True`` keeps one state per rank (see :class:`RNGState`).
+    """
+
+    def __init__(
+        self, model: flow.nn.Module, save_dir: str = "", *, save_to_disk: Optional[bool] = None,
+        **checkpointables: Any,
+    ) -> None:
+        for name, obj in [(MODEL_PART, model), *checkpointables.items()]:
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError(
+                    f"checkpointable {name!r} ({type(obj).__name__}) needs state_dict() and "
+                    "load_state_dict(); wrap it in a small object that provides them"
+                )
+        if EXTRA_PART in checkpointables:
+            raise ValueError(
+                f"{EXTRA_PART!r} is reserved for save(**extra) data; register the object "
+                "under another name"
+            )
+        for name in checkpointables:
+            check_name(name, "checkpointable name")
+        self.model = model
+        self.save_dir = os.path.expanduser(save_dir or "")
+        self.checkpointables: Dict[str, Any] = dict(checkpointables)
+        self._global = dist.get_world_size() > 1
+        self._enabled = save_to_disk is not False
+        if self._global and save_to_disk and not dist.is_main_process():
+            raise ValueError(
+                f"save_to_disk=True on rank {dist.get_rank()}: in a multi-process run only rank 0 "
+                "writes (global tensors are gathered there). Leave save_to_disk unset."
+            )
+        self._writer = self._enabled and dist.is_main_process()
+        self.last_load_report = LoadReport()
+
+    # ----------------------------------------------------------------- saving
+    def save(self, name: str, *, tag_last_checkpoint: bool = True, **extra: Any) -> str:
+        """Write ``save_dir/name/`` atomically and return its path.
+
+        ``extra`` (e.g. ``iteration=999``) is returned by :meth:`load`. With
+        ``tag_last_checkpoint=False`` (for ``model_best``) ``last_checkpoint`` is left alone, so
+        ``--resume`` keeps continuing from the newest checkpoint. Call on every rank.
+        """
+        check_name(name, "checkpoint name")
+        if not self.save_dir:
+            raise ValueError("this Checkpointer has no save_dir; pass save_dir=... to save")
+        final = os.path.join(self.save_dir, name)
+        if not self._enabled:
+            logger.info("Saving is disabled (save_to_disk=False); not writing %s", final)
+            return final
+        tmp = os.path.join(self.save_dir, f"{TMP_PREFIX}{name}-{os.getpid()}")
+        if self._writer:
+            os.makedirs(self.save_dir, exist_ok=True)
+            clean_leftovers(self.save_dir)
+            os.makedirs(tmp)
+        try:
+            parts = {}
+            for part, obj in [(MODEL_PART, self.model), *self.checkpointables.items()]:
+                parts[part] = self._write_part(part, obj, os.path.join(tmp, part))
+            self._write_state(EXTRA_PART, dict(extra), os.path.join(tmp, EXTRA_PART))
+            self._decide_on_rank0(
+                lambda: finalize_checkpoint(tmp, final, parts, sorted(extra),
+                                            dist.get_world_size(), tag_last_checkpoint)
+            )
+        except BaseException:
+            if self._writer:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        logger.info("Saved checkpoint %s", final)
+        return final
+
+    def _write_part(self, part: str, obj: Any, path: str) -> Dict[str, bool]:
+        state = obj.state_dict()
+        per_rank = bool(getattr(obj, "checkpoint_per_rank", False))
+        if per_rank:
+            if _tensor_kinds(state):
+                raise CheckpointError(
+                    f"checkpointable {part!r} is per-rank but its state holds OneFlow tensors; "
+                    "per-rank state must be plain Python/NumPy (convert with .numpy())"
+                )
+            state = {"per_rank": self._all_gather(state)}
+        self._write_state(part, state, path)
+        return {"per_rank": per_rank}
+
+    def _write_state(self, part: str, state: Any, path: str) -> None:
+        kinds = _tensor_kinds(state)
+        if kinds == {"local", "global"}:
+            raise CheckpointError(
+                f"the state of {part!r} mixes local and global tensors, which cannot be saved "
+                "together; make them all global (to_global) or all local"
+            )
+        if "global" in kinds:
+            # A collective: every rank takes part, rank 0 receives full values and writes.
+            flow.save(state, path, global_dst_rank=0)
+        elif self._writer:
+            flow.save(state, path)
+
+    # ----------------------------------------------------------------- loading
+    def load(self, path: str, checkpointables: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """Load the model and the named checkpointables (default: all) from ``path``.
+
+        Returns the ``extra`` data given to :meth:`save` (e.g. ``{"iteration": 999}``).
+        ``path`` may also be a name inside ``save_dir``. Call on every rank.
+        """
+        path = self._resolve(path)
+        manifest = self._decide_on_rank0(lambda: verify_checkpoint(path))
+        report = LoadReport()
+        names = self._select(checkpointables, manifest, report)
+        self._load_model_state(self._read_part(path, MODEL_PART), path, report)
+        report.loaded_parts.append(MODEL_PART)
+        for name in names:
+            self._load_checkpointable(path, name, manifest["parts"][name], report)
+        report.skipped_parts = sorted(set(manifest["parts"]) - {MODEL_PART} - set(names))
+        if report.skipped_parts:
+            logger.info("Not loaded from %s: %s", path, ", ".join(report.skipped_parts))
+        self.last_load_report = report
+        logger.info("Loaded checkpoint %s (%s)", path, ", ".join(report.loaded_parts))
+        return dict(self._read_part(path, EXTRA_PART))
+
+    def load_weights_only(self, path: str) -> None:
+        """Load only the model's weights (``train.load_weight``).
+
+        ``path`` is a checkpoint written by :meth:`save`, or a directory written by
+        ``flow.save(model.state_dict(), path)`` (e.g. converted pretrained weights).
+        """
+        path = self._resolve(path)
+        kind = self._decide_on_rank0(lambda: weights_kind(path))
+        weights = os.path.join(path, MODEL_PART) if kind == "checkpoint" else path
+        state = self._read(weights, path)
+        report = LoadReport(loaded_parts=[MODEL_PART])
+        self._load_model_state(state, path, report)
+        self.last_load_report = report
+        logger.info("Loaded model weights from %s", path)
+
+    def resume_or_load(self, path: Optional[str], resume: bool = True) -> Dict[str, Any]:
+        """Resume from ``last_checkpoint`` if asked and one exists, else load ``path`` as weights.
+
+        Resuming loads every checkpointable and returns the saved extra data; loading weights
+        (or starting from scratch when ``path`` is empty) returns ``{}``. Call on every rank.
+        """
+        if resume:
+            last = self._decide_on_rank0(self._resume_target)
+            if last:
+                logger.info("Resuming from %s", last)
+                return self.load(last)
+            logger.info("No checkpoint to resume from in %r", self.save_dir)
+        if path:
+            self.load_weights_only(path)
+        else:
+            logger.info("No weights to load: starting from scratch")
+        return {}
+
+    def _resume_target(self) -> str:
+        if self._writer and os.path.isdir(self.save_dir):
+            clean_leftovers(self.save_dir)
+        return self.get_checkpoint_file()
+
+    def _select(
+        self, names: Optional[Iterable[str]], manifest: Dict[str, Any], report: LoadReport
+    ) -> List[str]:
+        saved = manifest["parts"]
+        if names is None:
+            report.absent_parts = [n for n in self.checkpointables if n not in saved]
+            if report.absent_parts:
+                logger.warning("Checkpoint has no state for %s; they keep their current state",
+                               ", ".join(report.absent_parts))
+            return [n for n in self.checkpointables if n in saved]
+        names = list(names)
+        for name in names:
+            if name not in self.checkpointables:
+                raise KeyError(f"no checkpointable named {name!r}; registered: "
+                               f"{sorted(self.checkpointables)}")
+            if name not in saved:
+                raise CheckpointError(f"the checkpoint has no part {name!r}; it holds "
+                                      f"{sorted(saved)}")
+        return names
+
+    def _load_checkpointable(
+        self, path: str, name: str, info: Dict[str, Any], report: LoadReport
+    ) -> None:
+        state = self._read_part(path, name)
+        if info.get("per_rank"):
+            states = state["per_rank"]
+            if len(states) != dist.get_world_size():
+                logger.warning(
+                    "%r was saved by %d process(es) and this run has %d: not restored, each "
+                    "process keeps its current state", name, len(states), dist.get_world_size())
+                report.absent_parts.append(name)
+                return
+            state = states[dist.get_rank()]
+        self.checkpointables[name].load_state_dict(state)
+        report.loaded_parts.append(name)
+
+    def _load_model_state(self, state: Dict[str, Any], path: str, report: LoadReport) -> None:
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{path} does not hold a state dict (found "
+                                  f"{type(state).__name__}); expected model weights")
+        own = self.model.state_dict()
+        mismatched = [
+            (k, tuple(v.shape), tuple(own[k].shape)) for k, v in state.items()
+            if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)
+        ]
+        if mismatched:
+            table = tabulate(mismatched, headers=["key", "checkpoint shape", "model shape"])
+            raise CheckpointError(
+                f"checkpoint {path} does not fit the model: {len(mismatched)} tensor(s) have "
+                f"another shape:\n{table}\nBuild the model with the configuration the "
+                "checkpoint was trained with, or remove those keys before loading."
+            )
+        report.missing_keys = sorted(k for k in own if k not in state)
+        report.unexpected_keys = sorted(k for k in state if k not in own)
+        self.model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
+        if report.missing_keys:
+            logger.warning("Model keys not found in %s (left as initialized):\n%s", path,
+                           _key_table(report.missing_keys, own, "model shape"))
+        if report.unexpected_keys:
+            logger.warning("Checkpoint keys the model does not have (ignored) in %s:\n%s", path,
+                           _key_table(report.unexpected_keys, state, "checkpoint shape"))
+
+    def _read_part(self, path: str, part: str) -> Any:
+        return self._read(os.path.join(path, part), path)
+
+    def _read(self, part_path: str, checkpoint: str) -> Any:
+        try:
+            return flow.load(part_path, global_src_rank=0 if self._global else None)
+        except Exception as exc:  # flow.load raises many kinds; name the file for the user
+            raise CheckpointError(
+                f"cannot read {part_path} of checkpoint {checkpoint}: {type(exc).__name__}: "
+                f"{exc}. The checkpoint is corrupt; load an earlier one."
+            ) from exc
+
+    def _resolve(self, path: str) -> str:
+        if not path:
+            raise ValueError("no checkpoint path given")
+        path = os.path.expanduser(str(path))
+        inside = os.path.join(self.save_dir, path) if self.save_dir else ""
+        if not os.path.exists(path) and inside and os.path.exists(inside):
+            return inside
+        return path
+
+    # ----------------------------------------------------------------- queries (local)
+    def has_checkpoint(self) -> bool:
+        """Whether ``save_dir/last_checkpoint`` names a checkpoint to resume from."""
+        return bool(self.get_checkpoint_file())
+
+    def get_checkpoint_file(self) -> str:
+        """Path of the checkpoint named by ``last_checkpoint``, or ``""`` when there is none."""
+        name = read_last_checkpoint(self.save_dir) if self.save_dir else ""
+        return os.path.join(self.save_dir, name) if name else ""
+
+    def get_all_checkpoint_files(self) -> List[str]:
+        """Paths of every complete checkpoint in ``save_dir``, sorted by name."""
+        if not self.save_dir:
+            return []
+        return [os.path.join(self.save_dir, n) for n in list_checkpoints(self.save_dir)]
+
+    def keep_last(self, max_to_keep: Optional[int], prefix: str = "model_") -> List[str]:
+        """Delete all but the newest ``max_to_keep`` ``<prefix><number>`` checkpoints.
+
+        Never deletes other names (``model_final``, ``model_best``) or the checkpoint that
+        ``last_checkpoint`` names. Returns the names deleted (always ``[]`` off rank 0).
+        """
+        if not self._writer or not self.save_dir:
+            return []
+        return keep_last_checkpoints(self.save_dir, max_to_keep, prefix)
+
+    # ----------------------------------------------------------------- collectives
+    def _all_gather(self, obj: Any) -> List[Any]:
+        return _all_gather_objects(obj) if self._global else [obj]
+
+    def _decide_on_rank0(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on rank 0 and give every rank its result, or its error."""
+        if not self._global:
+            return fn()
+        outcome: Tuple[bool, Any] = (True, None)
+        error: Optional[BaseException] = None
+        if dist.is_main_process():
+            try:
+                outcome = (True, fn())
+            except Exception as exc:  # re-raised below on every rank
+                error = exc
+                outcome = (False, f"{type(exc).__name__} on rank 0: {exc}")
+        ok, value = _all_gather_objects(outcome)[0]
+        if error is not None:
+            raise error
+        if not ok:
+            raise CheckpointError(value)
+        return value
+
+
+def _tensor_kinds(state: Any) -> set:
+    """``{"local", "global"}`` subset: which kinds of OneFlow tensor ``state`` holds."""
+    if isinstance(state, flow.Tensor):
+        return {"global" if state.is_global else "local"}
+    if isinstance(state, dict):
+        values: Iterable[Any] = state.values()
+    elif isinstance(state, (list, tuple)):
+        values = state
+    else:
+        return set()
+    kinds: set = set()
+    for value in values:
+        kinds |= _tensor_kinds(value)
+    return kinds
+
+
+def _key_table(keys: List[str], state: Dict[str, Any], shape_header: str) -> str:
+    rows = [(k, tuple(state[k].shape) if hasattr(state[k], "shape") else "-") for k in keys]
+    return tabulate(rows, headers=["key", shape_header])
+
+
+def _all_gather_objects(obj: Any) -> List[Any]:
+    """Every rank's picklable ``obj``, in rank order (a collective over the whole world)."""
+    world = dist.get_world_size()
+    everyone = flow.placement("cpu", ranks=list(range(world)))
+    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+    size = flow.tensor([data.size], dtype=flow.int64).to_global(everyone, flow.sbp.split(0))
+    sizes = size.to_global(everyone, flow.sbp.broadcast).to_local().numpy().tolist()
+    padded = np.zeros(max(sizes), dtype=np.uint8)
+    padded[: data.size] = data
+    pieces = flow.tensor(padded).to_global(everyone, flow.sbp.split(0))
+    rows = pieces.to_global(everyone, flow.sbp.broadcast).to_local().numpy().reshape(world, -1)
+    return [pickle.loads(rows[r, : sizes[r]].tobytes()) for r in range(world)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Random number generators
+# ---------------------------------------------------------------------------------------------
+class RNGState:
+    """The random streams of this process: Python ``random``, NumPy, and OneFlow (CPU and CUDA).
+
+    Register it with the checkpointer (``Checkpointer(model, d, rng=RNGState())``) so that a
+    resumed run draws the same numbers as the uninterrupted one. It is *per rank*: ranks are
+    often seeded differently, so each rank's state is saved and restored to the same rank
+    (a run with another number of processes keeps its own seeding, with a warning).
+
+    Python and NumPy states are captured exactly. OneFlow's are not capturable in 0.9: the CPU
+    generator's ``get_rng_state()`` omits the Mersenne Twister's position, so restoring it after
+    any draw continues a *different* stream (seen here), and 0.9 has no CUDA ``get_rng_state``.
+    So ``state_dict()`` draws a seed from OneFlow's own stream, re-seeds OneFlow with it
+    (``flow.manual_seed`` covers CPU and CUDA) and records it; ``load_state_dict`` seeds with it
+    again. Saving therefore moves OneFlow's stream to a new, recorded point, from which the
+    running and the resumed run continue identically.
+    """
+
+    checkpoint_per_rank = True
+
+    def state_dict(self) -> Dict[str, Any]:
+        seed = int(flow.randint(0, 2 ** 63 - 1, (1,), dtype=flow.int64).numpy()[0])
+        flow.manual_seed(seed)
+        return {"python": random.getstate(), "numpy": np.random.get_state(), "oneflow_seed": seed}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+        flow.manual_seed(int(state["oneflow_seed"]))

@@ -1,0 +1,138 @@
+"""Curves from ``metrics.json``: losses, learning rate, timing and evaluation metrics as PNGs.
+
+``metrics.json`` is a JSON-lines file written by :class:`~libai.utils.writers.JSONWriter`. A
+run that crashed may leave a truncated line, and a resumed run appends lines for iterations it
+repeats; both are handled: unreadable lines are skipped with a warning, and for an iteration
+seen twice the later value wins (it comes from the run that continued).
+
+Plots are drawn with matplotlib's Agg canvas directly, without ``pyplot``, so calling this from
+a notebook or a training process does not change the user's matplotlib backend.
+"""
+import json
+import logging
+import math
+import os
+from typing import Dict, List, Sequence, Tuple
+
+__all__ = ["read_metrics", "metric_series", "group_series", "plot_metrics"]
+
+logger = logging.getLogger(__name__)
+
+Series = Dict[str, List[Tuple[int, float]]]
+
+# Training bookkeeping that is neither a loss, the learning rate nor an evaluation result.
+TIMING_KEYS = ("time", "data_time", "throughput", "eta_seconds")
+
+
+def read_metrics(path: str) -> List[dict]:
+    """Every readable JSON object of ``path`` that has an ``iteration``, in file order."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"no metrics file at {path}; training writes it to <train.output_dir>/metrics.json"
+        )
+    records, skipped = [], []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                skipped.append(number)  # e.g. the last line of a run that crashed mid-write
+                continue
+            if isinstance(record, dict) and "iteration" in record:
+                records.append(record)
+            else:
+                skipped.append(number)
+    if skipped:
+        logger.warning("%s: skipped %d unreadable line(s): %s", path, len(skipped), skipped[:10])
+    if not records:
+        raise ValueError(
+            f"{path} holds no metrics lines (JSON objects with an 'iteration'); is it a "
+            "metrics.json written by libai's JSONWriter?"
+        )
+    return records
+
+
+def metric_series(records: Sequence[dict]) -> Series:
+    """``name -> [(iteration, value), ...]`` sorted by iteration; a repeated iteration keeps
+    its last value. Non-numeric fields are ignored."""
+    by_name: Dict[str, Dict[int, float]] = {}
+    for record in records:
+        iteration = int(record["iteration"])
+        for name, value in record.items():
+            if name == "iteration" or isinstance(value, bool):
+                continue
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                by_name.setdefault(name, {})[iteration] = float(value)
+    return {name: sorted(points.items()) for name, points in by_name.items()}
+
+
+def group_series(series: Series) -> Dict[str, Series]:
+    """Split series into the plots drawn: ``losses``, ``lr``, ``timing`` and ``eval``
+    (everything else, e.g. ``Acc@1``). Empty groups are left out."""
+    groups: Dict[str, Series] = {"losses": {}, "lr": {}, "timing": {}, "eval": {}}
+    for name, points in series.items():
+        if "loss" in name:
+            groups["losses"][name] = points
+        elif name == "lr":
+            groups["lr"][name] = points
+        elif name in TIMING_KEYS:
+            groups["timing"][name] = points
+        else:
+            groups["eval"][name] = points
+    return {group: members for group, members in groups.items() if members}
+
+
+_TITLES = {
+    "losses": ("Training losses", "loss"),
+    "lr": ("Learning rate", "lr"),
+    "timing": ("Timing", "value"),
+    "eval": ("Evaluation metrics", "metric"),
+}
+
+
+def plot_metrics(input_path: str, output_dir: str, dpi: int = 100) -> List[str]:
+    """Draw one PNG per group of :func:`group_series` into ``output_dir``; return their paths."""
+    series = metric_series(read_metrics(input_path))
+    groups = group_series(series)
+    if not groups:
+        raise ValueError(f"{input_path} has metrics lines but no numeric values to plot")
+    os.makedirs(output_dir, exist_ok=True)
+    written = []
+    for group, members in groups.items():
+        path = os.path.join(output_dir, f"{group}.png")
+        title, ylabel = _TITLES[group]
+        _draw(members, path, title, ylabel, dpi, log_y=(group == "lr" and _spans_decades(members)))
+        written.append(path)
+    logger.info("wrote %s", ", ".join(written))
+    return written
+
+
+def _spans_decades(members: Series) -> bool:
+    values = [v for points in members.values() for _, v in points if v > 0]
+    return bool(values) and max(values) / min(values) >= 100
+
+
+def _draw(members: Series, path: str, title: str, ylabel: str, dpi: int, log_y: bool) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 4.5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    for name, points in members.items():
+        iterations = [it for it, _ in points]
+        values = [v for _, v in points]
+        marker = "o" if len(points) <= 30 else None  # sparse series (evaluation): show points
+        axes.plot(iterations, values, label=name, marker=marker, markersize=3)
+    axes.set_title(title)
+    axes.set_xlabel("iteration")
+    axes.set_ylabel(ylabel)
+    if log_y:
+        axes.set_yscale("log")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)

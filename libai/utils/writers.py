@@ -1,0 +1,332 @@
+"""Writers: turn what the :class:`~libai.utils.events.EventStorage` holds into files and lines.
+
+* :class:`JSONWriter` appends one JSON object per logged iteration to ``metrics.json``;
+* :class:`CommonMetricPrinter` logs the one-line progress report (ETA, losses, lr, times,
+  throughput, memory);
+* :class:`TensorboardXWriter` sends scalars to TensorBoard.
+
+A writer reads the storage that is current when :meth:`EventWriter.write` is called, so one
+writer serves every storage of a run. In a multi-process run only rank 0 should own writers
+(``DefaultTrainer.build_writers`` decides); the storage itself exists on every rank.
+"""
+import datetime
+import json
+import logging
+import os
+import re
+import sys
+import weakref
+from typing import Any, Dict, Optional, Tuple
+
+from libai.utils.events import EventStorage, get_event_storage
+
+__all__ = ["EventWriter", "JSONWriter", "CommonMetricPrinter", "TensorboardXWriter"]
+
+logger = logging.getLogger(__name__)
+
+
+class EventWriter:
+    """Base class: ``write()`` is called every log period, ``close()`` once at the end."""
+
+    def write(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "EventWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _NewScalarsMixin:
+    """Remembers how far into the storage a writer has read, so nothing is written twice."""
+
+    def _init_tracking(self, window_size: int, samples_per_iter: Optional[float]) -> None:
+        if window_size < 1:
+            raise ValueError(f"window_size must be >= 1, got {window_size}")
+        if samples_per_iter is not None and samples_per_iter <= 0:
+            raise ValueError(
+                f"samples_per_iter must be the (positive) global batch size, got {samples_per_iter}"
+            )
+        self._window_size = int(window_size)
+        self._samples_per_iter = samples_per_iter
+        self._storage_ref: Optional["weakref.ref[EventStorage]"] = None
+        self._last_seq = 0
+
+    def _new_scalars(self) -> Dict[int, Dict[str, float]]:
+        storage = get_event_storage()
+        if self._storage_ref is None or self._storage_ref() is not storage:
+            # A different storage (a new run, or evaluation after training): start over.
+            self._storage_ref = weakref.ref(storage)
+            self._last_seq = 0
+        groups, self._last_seq = storage.scalars_since(self._last_seq, self._window_size)
+        for scalars in groups.values():
+            add_throughput(scalars, self._samples_per_iter)
+        return groups
+
+
+def add_throughput(scalars: Dict[str, float], samples_per_iter: Optional[float]) -> None:
+    """Add ``throughput`` (samples/s) to a training group that has a positive ``time``."""
+    time_per_iter = scalars.get("time")
+    if samples_per_iter and time_per_iter and time_per_iter > 0 and "throughput" not in scalars:
+        scalars["throughput"] = samples_per_iter / time_per_iter
+
+
+class JSONWriter(_NewScalarsMixin, EventWriter):
+    """Append the scalars new since the last write to ``json_file``, one object per iteration.
+
+    The file is opened in append mode and flushed after every write, so a resumed run continues
+    the same file and a crash loses nothing already written. Training lines hold ``iteration``,
+    the losses, ``lr``, ``time``, ``data_time``, ``throughput`` (when ``samples_per_iter`` is
+    given) and any other scalar put since the last write; evaluation results put with
+    ``cur_iter`` appear under the iteration they belong to.
+
+    Args:
+        json_file: usually ``{output_dir}/metrics.json``; parent folders are created.
+        window_size: smoothed scalars are written as the median of this many last values.
+        samples_per_iter: the global batch size, for ``throughput = samples_per_iter / time``.
+    """
+
+    def __init__(
+        self, json_file: str, window_size: int = 20, samples_per_iter: Optional[float] = None
+    ) -> None:
+        self._init_tracking(window_size, samples_per_iter)
+        self._path = json_file
+        parent = os.path.dirname(os.path.abspath(json_file))
+        os.makedirs(parent, exist_ok=True)
+        ends_mid_line = _ends_without_newline(json_file)
+        self._file = open(json_file, "a", encoding="utf-8")
+        if ends_mid_line:
+            # A crashed run left half a line: end it so that our first line stands alone.
+            self._file.write("\n")
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def write(self) -> None:
+        lines = []
+        for iteration, scalars in self._new_scalars().items():
+            lines.append(json.dumps({"iteration": iteration, **scalars}) + "\n")
+        if lines:
+            self._file.write("".join(lines))
+            self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+def _ends_without_newline(path: str) -> bool:
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return False
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
+class TensorboardXWriter(_NewScalarsMixin, EventWriter):
+    """Write the scalars new since the last write to TensorBoard event files in ``log_dir``.
+
+    ``tensorboardX`` is an optional dependency, imported only when this writer is built.
+    Names with characters TensorBoard does not allow in tags are shown with ``_`` instead
+    (``Acc@1`` appears as ``Acc_1``).
+
+    Args:
+        log_dir: the folder TensorBoard is pointed at (``tensorboard --logdir <log_dir>``).
+        window_size: smoothed scalars are written as the median of this many last values.
+        samples_per_iter: the global batch size, to add ``throughput`` as in :class:`JSONWriter`.
+        kwargs: passed to ``tensorboardX.SummaryWriter``.
+    """
+
+    def __init__(
+        self,
+        log_dir: str,
+        window_size: int = 20,
+        samples_per_iter: Optional[float] = None,
+        **kwargs: Any,
+    ) -> None:
+        self._init_tracking(window_size, samples_per_iter)
+        try:
+            from tensorboardX import SummaryWriter
+        except ImportError as e:
+            raise ImportError(
+                "TensorboardXWriter needs the optional package tensorboardX: "
+                "`pip install tensorboardX==2.6.5` (or leave TensorboardXWriter out of "
+                "build_writers)"
+            ) from e
+        self._writer = SummaryWriter(log_dir, **kwargs)
+
+    def write(self) -> None:
+        groups = self._new_scalars()
+        for iteration, scalars in groups.items():
+            for name, value in scalars.items():
+                self._writer.add_scalar(tensorboard_tag(name), value, iteration)
+        if groups:
+            self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+_ILLEGAL_TAG_CHARS = re.compile(r"[^-/\w.]")
+
+
+def tensorboard_tag(name: str) -> str:
+    """The TensorBoard tag for a scalar name: characters TensorBoard rejects become ``_``
+    (``Acc@1`` -> ``Acc_1``), done here so tensorboardX does not log a rename every write."""
+    return _ILLEGAL_TAG_CHARS.sub("_", name)
+
+
+class CommonMetricPrinter(EventWriter):
+    """Log one progress line per log period, e.g.::
+
+        iter: 120/1000  eta: 0:03:12  total_loss: 0.4123  lr: 1.00e-04  time: 0.1200
+        data_time: 0.0010  throughput: 533.3 samples/s  max_rss: 812M
+
+    ``iter`` is the storage's iteration (0-based, the same number as in ``metrics.json``); the
+    ETA is the median iteration time over the window times the iterations left. Memory is the
+    process's peak resident memory (``max_rss``) on the CPU, and on CUDA the peak device memory
+    this process was seen using (``max_mem``; read through NVML, since OneFlow 0.9 has no
+    peak-memory API; left out with a one-time note when ``pynvml`` is not installed).
+
+    Args:
+        max_iter: total iterations of the run, for the ETA.
+        window_size: losses and times are medians over this many last values.
+        samples_per_iter: the global batch size, for ``throughput``.
+        device_type: ``"cpu"`` or ``"cuda"``; default: the current parallel layout's device, or
+            what the machine has.
+        log: the logger to write to (default ``libai.utils.writers``).
+    """
+
+    def __init__(
+        self,
+        max_iter: int,
+        window_size: int = 20,
+        samples_per_iter: Optional[float] = None,
+        device_type: Optional[str] = None,
+        log: Optional[logging.Logger] = None,
+    ) -> None:
+        if max_iter < 1:
+            raise ValueError(f"CommonMetricPrinter max_iter must be >= 1, got {max_iter}")
+        if window_size < 1:
+            raise ValueError(f"window_size must be >= 1, got {window_size}")
+        self._max_iter = int(max_iter)
+        self._window_size = int(window_size)
+        self._samples_per_iter = samples_per_iter
+        self._memory = PeakMemory(device_type or _default_device_type())
+        self._logger = log or logger
+        self._last_printed: Optional[Tuple[int, int]] = None
+
+    def write(self) -> None:
+        storage = get_event_storage()
+        key = (id(storage), storage.iter)
+        if not storage.histories() or key == self._last_printed:
+            return  # nothing recorded yet, or this iteration was already printed
+        self._last_printed = key
+        self._logger.info(self.format_line(storage))
+
+    def format_line(self, storage: EventStorage) -> str:
+        """The progress line for the storage's current state."""
+        w = self._window_size
+        fields = [f"iter: {storage.iter}/{self._max_iter}"]
+        time_per_iter = _median(storage, "time", w)
+        if time_per_iter is not None:
+            remaining = max(self._max_iter - storage.iter - 1, 0)
+            eta = datetime.timedelta(seconds=int(round(time_per_iter * remaining)))
+            fields.append(f"eta: {eta}")
+        for name, history in storage.histories().items():
+            if "loss" in name:
+                fields.append(f"{name}: {history.median(w):.4f}")
+        if storage.has_history("lr"):
+            fields.append(f"lr: {storage.history('lr').latest():.2e}")
+        if time_per_iter is not None:
+            fields.append(f"time: {time_per_iter:.4f}")
+        data_time = _median(storage, "data_time", w)
+        if data_time is not None:
+            fields.append(f"data_time: {data_time:.4f}")
+        scalars: Dict[str, float] = {} if time_per_iter is None else {"time": time_per_iter}
+        add_throughput(scalars, self._samples_per_iter)
+        if "throughput" in scalars:
+            fields.append(f"throughput: {scalars['throughput']:.1f} samples/s")
+        memory = self._memory.read()
+        if memory is not None:
+            fields.append(f"{memory[0]}: {memory[1]:.0f}M")
+        return "  ".join(fields)
+
+
+def _median(storage: EventStorage, name: str, window: int) -> Optional[float]:
+    return storage.history(name).median(window) if storage.has_history(name) else None
+
+
+def _default_device_type() -> str:
+    from libai.utils import distributed as dist
+
+    return dist.current_layout().device_type if dist.has_layout() else dist.default_device_type()
+
+
+class PeakMemory:
+    """Peak memory of this process in MiB, labelled by what it measures.
+
+    ``read()`` returns ``("max_rss", MiB)`` on the CPU (``resource.getrusage``), and
+    ``("max_mem", MiB)`` on CUDA (the largest device memory NVML has reported for this process
+    so far), or ``None`` when it cannot be measured.
+    """
+
+    def __init__(self, device_type: str) -> None:
+        if device_type not in ("cpu", "cuda"):
+            raise ValueError(f"device_type must be 'cpu' or 'cuda', got {device_type!r}")
+        self.device_type = device_type
+        self._peak_device_mib = 0.0
+        self._nvml: Any = None
+        self._nvml_missing_noted = False
+
+    def read(self) -> Optional[Tuple[str, float]]:
+        if self.device_type == "cpu":
+            return ("max_rss", peak_rss_mib())
+        used = self._device_mib()
+        if used is None:
+            return None
+        self._peak_device_mib = max(self._peak_device_mib, used)
+        return ("max_mem", self._peak_device_mib)
+
+    def _device_mib(self) -> Optional[float]:
+        nvml = self._load_nvml()
+        if nvml is None:
+            return None
+        pid = os.getpid()
+        used = 0
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if proc.pid == pid and proc.usedGpuMemory:
+                    used += proc.usedGpuMemory
+        return used / 2**20
+
+    def _load_nvml(self) -> Any:
+        if self._nvml is None and not self._nvml_missing_noted:
+            try:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = pynvml
+            except Exception as e:  # ImportError, or NVML failing to start
+                self._nvml_missing_noted = True
+                logger.info(
+                    "device memory is left out of the progress line: OneFlow 0.9 has no "
+                    "peak-memory API and NVML is unavailable (%s); `pip install nvidia-ml-py` "
+                    "to show it", e,
+                )
+        return self._nvml
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process in MiB (``ru_maxrss`` is KiB on Linux, bytes on
+    macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

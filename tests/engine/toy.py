@@ -1,0 +1,64 @@
+"""A tiny dataset and models for engine tests, and a config builder around them."""
+import oneflow as flow
+from oneflow import nn
+from oneflow.utils.data import Dataset
+from omegaconf import OmegaConf
+
+from libai.config import LazyCall, get_config
+from libai.data import DistTensorData, Instance
+from libai.data.build import build_image_test_loader, build_image_train_loader
+
+
+class ToyDataset(Dataset):
+    """``n`` samples of 4 features; the label is whether the feature sum is positive."""
+
+    def __init__(self, n: int = 64, field: str = "inputs", seed: int = 0) -> None:
+        g = flow.Generator()
+        g.manual_seed(seed)
+        self.x = flow.randn(n, 4, generator=g)
+        self.y = (self.x.sum(1) > 0).to(flow.long)
+        self.field = field
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __getitem__(self, i: int) -> Instance:
+        return Instance(**{self.field: DistTensorData(self.x[i])},
+                        labels=DistTensorData(self.y[i], placement_idx=-1))
+
+
+class ToyModel(nn.Module):
+    def __init__(self, hidden: int = 8) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        self.loss_func = nn.CrossEntropyLoss()
+
+    def forward(self, inputs, labels=None):
+        logits = self.net(inputs)
+        if self.training and labels is not None:
+            return {"losses": self.loss_func(logits, labels)}
+        return {"prediction_scores": logits}
+
+
+class NoLossModel(ToyModel):
+    def forward(self, inputs, labels=None):
+        return {"prediction_scores": self.net(inputs)}
+
+
+def toy_cfg(output_dir: str, model=None, n: int = 64, field: str = "inputs", **train):
+    cfg = OmegaConf.create()
+    cfg.model = model if model is not None else LazyCall(ToyModel)()
+    cfg.train = get_config("common/train.py").train
+    cfg.optim = get_config("common/optim.py").optim
+    cfg.graph = get_config("common/models/graph.py").graph
+    cfg.dataloader = OmegaConf.create()
+    cfg.dataloader.train = LazyCall(build_image_train_loader)(
+        dataset=[LazyCall(ToyDataset)(n=n, field=field)], num_workers=0)
+    cfg.dataloader.test = [LazyCall(build_image_test_loader)(
+        dataset=LazyCall(ToyDataset)(n=32, field=field, seed=1), num_workers=0)]
+    cfg.optim.lr = 0.05
+    cfg.train.update(dict(output_dir=output_dir, train_micro_batch_size=8, test_micro_batch_size=16,
+                          train_iter=6, log_period=1, checkpointer=dict(period=3, max_to_keep=5),
+                          evaluation=dict(eval_period=3, evaluator=LazyCall("libai.evaluation.ClsEvaluator")(topk=(1,)))))
+    cfg.train.update(train)
+    return cfg
