@@ -11,8 +11,8 @@ clipping, ZeRO), plus the two graph-only structural settings below:
 * pipeline stages: in a multi-stage layout each module carrying a ``layer_idx`` is assigned to
   the stage of that layer; gradient-accumulation micro-batches feed the pipeline.
 
-The graph captures ``model.training`` when it is first called: the training graph must first
-run in train mode and the evaluation graph in eval mode (the engine does this).
+The graph captures ``model.training`` when it is first compiled; each call puts the model in the
+graph's mode (train or eval) for its duration, so both graphs compile in the right mode.
 """
 import logging
 from typing import Any, Iterable, List, Optional
@@ -50,6 +50,8 @@ class GraphBase(nn.Graph):
         debug: int = -1,
     ) -> None:
         super().__init__()
+        # A plain list keeps nn.Graph from wrapping the eager module a second time.
+        self._eager_model = [model]
         self.model = model
         self.is_train = is_train
         self._layout = layout
@@ -109,6 +111,17 @@ class GraphBase(nn.Graph):
         return self.model.modules()
 
     # ------------------------------------------------------------------ the compiled step
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the graph with the model in the graph's mode (it is compiled on the first call,
+        capturing that mode: dropout on for training, off for evaluation)."""
+        module = self._eager_model[0]
+        was_training = module.training
+        module.train(self.is_train)
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            module.train(was_training)
+
     def build(self, **kwargs: Any) -> Any:
         if not self.is_train:
             return self.model(**kwargs)
