@@ -16,6 +16,7 @@ import oneflow as flow
 
 from libai.config import LazyConfig, default_argument_parser, instantiate, try_get_key
 from libai.engine import hooks
+from libai.engine.graph_state import GraphOptimizerState
 from libai.engine.optimizer_step import OptimizerStep, check_supported
 from libai.engine.setup import complete_config, default_setup
 from libai.engine.train_plan import TrainPlan, resolve_batch_sizes, resolve_iterations
@@ -157,10 +158,14 @@ class DefaultTrainer(TrainerBase):
 
     def build_checkpointer(self, cfg: Any) -> Checkpointer:
         """Model, optimizer, scheduler, trainer state (iteration, hooks), RNG and AMP state."""
+        optimizer: Any = self.optimizer
+        if self.graph_train is not None:
+            # Graph mode keeps the optimizer state inside the graph; save it in eager format.
+            optimizer = GraphOptimizerState(self.graph_train, self.optimizer, self.model)
         return Checkpointer(
             self.model,
             cfg.train.output_dir,
-            optimizer=self.optimizer,
+            optimizer=optimizer,
             lr_scheduler=self.lr_scheduler,
             trainer=self,
             rng=RNGState(),

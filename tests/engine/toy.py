@@ -62,3 +62,42 @@ def toy_cfg(output_dir: str, model=None, n: int = 64, field: str = "inputs", **t
                           evaluation=dict(eval_period=3, evaluator=LazyCall("libai.evaluation.ClsEvaluator")(topk=(1,)))))
     cfg.train.update(train)
     return cfg
+
+
+class BlockModel(nn.Module):
+    """Residual blocks (the repeated units activation checkpointing wraps), no dropout."""
+
+    def __init__(self, hidden: int = 16, blocks: int = 2) -> None:
+        super().__init__()
+        self.inp = nn.Linear(4, hidden)
+        self.blocks = nn.ModuleList(
+            [nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) for _ in range(blocks)])
+        self.out = nn.Linear(hidden, 2)
+        self.loss_func = nn.CrossEntropyLoss()
+
+    def activation_checkpoint_modules(self):
+        return list(self.blocks)
+
+    def forward(self, inputs, labels=None):
+        h = self.inp(inputs)
+        for block in self.blocks:
+            h = h + block(h)
+        logits = self.out(h)
+        if self.training and labels is not None:
+            return {"losses": self.loss_func(logits, labels)}
+        return {"prediction_scores": logits}
+
+
+class LossRecorder:
+    """A hook factory recording the raw total loss and lr of every iteration."""
+
+    @staticmethod
+    def make(store: dict):
+        from libai.engine.trainer import HookBase
+
+        class _Rec(HookBase):
+            def after_step(self):
+                s = self.trainer.storage
+                store[self.trainer.iter] = (float(s.history("total_loss").latest()),
+                                            float(s.history("lr").latest()))
+        return _Rec()
