@@ -41,6 +41,7 @@ setup(
         "termcolor",
         "pyyaml",
         "cloudpickle",
+        "pillow",
     ],
     extras_require={
         "tensorboard": ["tensorboardX==2.6.5"],

@@ -1,4 +1,20 @@
 """Data: sample structures, samplers, loaders and datasets."""
+from libai.data.build import (
+    build_image_test_loader,
+    build_image_train_loader,
+    build_nlp_test_loader,
+    build_nlp_train_loader,
+)
+from libai.data.samplers import CyclicSampler, SingleRoundSampler
 from libai.data.structures import DistTensorData, Instance
 
-__all__ = ["DistTensorData", "Instance"]
+__all__ = [
+    "DistTensorData",
+    "Instance",
+    "CyclicSampler",
+    "SingleRoundSampler",
+    "build_image_train_loader",
+    "build_image_test_loader",
+    "build_nlp_train_loader",
+    "build_nlp_test_loader",
+]

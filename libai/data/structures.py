@@ -67,6 +67,10 @@ class DistTensorData:
             flow.stack([item.tensor for item in items], dim=0), first.sbp_list, first.placement_idx
         )
 
+    def pin_memory(self) -> "DistTensorData":
+        """Page-locked copy (what ``DataLoader(pin_memory=True)`` calls on CUDA runs)."""
+        return DistTensorData(self.tensor.pin_memory(), self.sbp_list, self.placement_idx)
+
     def to_global(self, layout: Any) -> flow.Tensor:
         """This field as a tensor under ``layout`` (see :meth:`ParallelLayout.to_global`)."""
         return layout.to_global(self.tensor, _parse_sbp(self.sbp_list), self.placement_idx)
@@ -197,6 +201,13 @@ class Instance:
                 out.set(name, value.to_global(layout))
             else:
                 out.set(name, value)
+        return out
+
+    def pin_memory(self) -> "Instance":
+        """Pin every tensor field (called by the DataLoader when ``pin_memory`` is on)."""
+        out = Instance()
+        for name, value in self._fields.items():
+            out.set(name, value.pin_memory() if hasattr(value, "pin_memory") else value)
         return out
 
     def batch_size(self) -> Optional[int]:

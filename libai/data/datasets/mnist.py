@@ -1,0 +1,216 @@
+"""MNIST in its original IDX files, and a writer that makes MNIST-format files from real digits.
+
+The IDX format (from the MNIST site) is a big-endian header followed by raw values:
+two zero bytes, a type code (``0x08`` = unsigned byte), the number of dimensions, one 4-byte
+size per dimension, then the data. Images are ``(N, 28, 28)`` uint8, labels ``(N,)`` uint8.
+
+Nothing is downloaded. To get files, either fetch the four ``*-ubyte.gz`` files from the MNIST
+site by hand, or run ``python tools/make_digits_mnist.py --output-dir DIR``, which writes
+scikit-learn's bundled 8×8 handwritten digits (1,797 real samples) upscaled to 28×28 in this
+same format (:func:`make_digits_mnist`).
+"""
+import gzip
+import os
+import struct
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+from PIL import Image
+
+from libai.data.datasets.image_base import ImageClassificationDataset
+
+__all__ = [
+    "MNISTDataset",
+    "read_idx",
+    "write_idx",
+    "write_idx_dataset",
+    "make_digits_mnist",
+    "upscale_digits",
+    "MNIST_FILES",
+]
+
+# split -> (images file, labels file), without the optional ".gz"
+MNIST_FILES: Dict[str, Tuple[str, str]] = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+_UBYTE = 0x08
+
+
+def read_idx(path: str) -> np.ndarray:
+    """Read an unsigned-byte IDX file (plain or ``.gz``) into a uint8 array.
+
+    Raises ``ValueError`` naming the file when the header is not IDX or the data size does not
+    match the header's dimensions.
+    """
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0:
+        raise ValueError(
+            f"{path} is not an IDX file: it must start with two zero bytes (got {data[:4]!r}); "
+            "is it an unextracted archive or a different format?"
+        )
+    if data[2] != _UBYTE:
+        raise ValueError(
+            f"{path}: IDX type code 0x{data[2]:02x} is not supported; MNIST files are unsigned "
+            "bytes (0x08)"
+        )
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    if ndim == 0 or len(data) < header:
+        raise ValueError(f"{path}: truncated IDX header ({len(data)} bytes for {ndim} dimensions)")
+    shape = struct.unpack(f">{ndim}I", data[4:header])
+    expected = int(np.prod(shape))
+    if len(data) - header != expected:
+        raise ValueError(
+            f"{path}: header says shape {tuple(shape)} ({expected} bytes of data) but the file "
+            f"holds {len(data) - header}; the file is truncated or corrupt, fetch it again"
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def write_idx(path: str, array: np.ndarray) -> None:
+    """Write a uint8 array as an IDX file (gzip-compressed when ``path`` ends in ``.gz``)."""
+    array = np.asarray(array)
+    if array.dtype != np.uint8:
+        raise TypeError(f"IDX files written here hold uint8 values, got {array.dtype}")
+    if not 1 <= array.ndim <= 255:
+        raise ValueError(f"IDX needs 1 to 255 dimensions, got {array.ndim}")
+    header = bytes([0, 0, _UBYTE, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wb") as f:
+        f.write(header + np.ascontiguousarray(array).tobytes())
+
+
+def write_idx_dataset(
+    output_dir: str,
+    split: str,
+    images: np.ndarray,
+    labels: np.ndarray,
+    compress: bool = False,
+) -> Tuple[str, str]:
+    """Write one split (``"train"`` or ``"test"``) as MNIST's two IDX files; return their paths."""
+    if split not in MNIST_FILES:
+        raise ValueError(f"split must be one of {sorted(MNIST_FILES)}, got {split!r}")
+    if images.ndim != 3 or labels.shape != (images.shape[0],):
+        raise ValueError(
+            f"expected images (N, H, W) and labels (N,), got {images.shape} and {labels.shape}"
+        )
+    os.makedirs(output_dir, exist_ok=True)
+    suffix = ".gz" if compress else ""
+    paths = tuple(os.path.join(output_dir, name + suffix) for name in MNIST_FILES[split])
+    write_idx(paths[0], images)
+    write_idx(paths[1], labels)
+    return paths  # type: ignore[return-value]
+
+
+def upscale_digits(images: np.ndarray, size: int = 28) -> np.ndarray:
+    """8×8 digits with values 0..16 → ``size``×``size`` uint8 (0..255), MNIST-like.
+
+    Each pixel becomes a ``k``×``k`` block (``k = size // 8``), and the result is centred in a
+    black ``size``×``size`` frame, as MNIST centres its digits inside a margin.
+    """
+    if size < 8:
+        raise ValueError(f"size must be at least 8 (the digits are 8×8), got {size}")
+    k = size // 8
+    scaled = np.rint(images.astype(np.float64) * (255.0 / 16.0)).astype(np.uint8)
+    blocks = np.kron(scaled, np.ones((1, k, k), dtype=np.uint8))
+    top = (size - 8 * k) // 2
+    out = np.zeros((images.shape[0], size, size), dtype=np.uint8)
+    out[:, top : top + 8 * k, top : top + 8 * k] = blocks
+    return out
+
+
+def make_digits_mnist(
+    output_dir: str,
+    size: int = 28,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    compress: bool = False,
+) -> Dict[str, Tuple[str, str]]:
+    """Write scikit-learn's ``load_digits`` as the four MNIST IDX files.
+
+    The split is deterministic: a permutation drawn from ``seed``; the first
+    ``round(n × test_fraction)`` samples of it form the test split, the rest the train split,
+    each kept in the permutation's order. Returns ``{"train": (images, labels), "test": ...}``.
+    """
+    from sklearn.datasets import load_digits  # bundled data: no download
+
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be within (0, 1), got {test_fraction}")
+    digits = load_digits()
+    images = upscale_digits(digits.images, size)
+    labels = digits.target.astype(np.uint8)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    n_test = int(round(len(labels) * test_fraction))
+    splits = {"test": order[:n_test], "train": order[n_test:]}
+    return {
+        split: write_idx_dataset(output_dir, split, images[idx], labels[idx], compress)
+        for split, idx in splits.items()
+    }
+
+
+def _find_split_files(root: str, split: str) -> Tuple[str, str]:
+    found, looked = [], []
+    for name in MNIST_FILES[split]:
+        candidates = [os.path.join(root, name), os.path.join(root, name + ".gz")]
+        looked.extend(candidates)
+        hit = next((c for c in candidates if os.path.isfile(c)), None)
+        found.append(hit)
+    if None in found:
+        raise FileNotFoundError(
+            f"MNIST {split} files not found under {root!r}. Looked for:\n  "
+            + "\n  ".join(looked)
+            + "\nDownload the four *-ubyte.gz files from the MNIST site "
+            "(http://yann.lecun.com/exdb/mnist/) into that folder by hand, or generate "
+            "MNIST-format digits offline with:\n"
+            f"  python tools/make_digits_mnist.py --output-dir {root}"
+        )
+    return found[0], found[1]  # type: ignore[return-value]
+
+
+class MNISTDataset(ImageClassificationDataset):
+    """MNIST (or any MNIST-format IDX files) held in memory.
+
+    Each sample is ``Instance(images=(1, H, W) float tensor, labels=long scalar)``; without a
+    ``transform`` images are scaled to ``[0, 1]``. The transform receives a grayscale PIL image.
+
+    Args:
+        root: folder holding ``train-images-idx3-ubyte`` etc. (plain or ``.gz``).
+        train: the training split, else the ``t10k`` test split.
+        transform: see :class:`ImageClassificationDataset`.
+        image_field / label_field: sample field names (the model's ``forward`` arguments).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        train: bool = True,
+        transform: Optional[Callable[[Any], Any]] = None,
+        image_field: str = "images",
+        label_field: str = "labels",
+    ) -> None:
+        super().__init__(transform, image_field, label_field)
+        self.root = root
+        self.train = bool(train)
+        image_path, label_path = _find_split_files(root, "train" if self.train else "test")
+        self.images = read_idx(image_path)
+        self.labels = read_idx(label_path)
+        if self.images.ndim != 3 or self.labels.ndim != 1:
+            raise ValueError(
+                f"{image_path} must hold (N, H, W) images and {label_path} (N,) labels; got "
+                f"shapes {self.images.shape} and {self.labels.shape}"
+            )
+        if len(self.images) != len(self.labels):
+            raise ValueError(
+                f"{image_path} holds {len(self.images)} images but {label_path} holds "
+                f"{len(self.labels)} labels; the two files belong to different datasets"
+            )
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> Any:
+        image = Image.fromarray(self.images[index])  # uint8 (H, W) -> mode "L"
+        return self.make_sample(image, int(self.labels[index]))

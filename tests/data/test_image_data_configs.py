@@ -1,0 +1,80 @@
+"""configs/common/data/{mnist,cifar100,imagenet,imagenet_ofrecord}.py load, save and build."""
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from libai.config import LazyConfig, instantiate
+from libai.data.datasets.ofrecord import convert_image_folder_to_ofrecord
+from libai.data.mixup import Mixup
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIGS = ["mnist", "cifar100", "imagenet", "imagenet_ofrecord"]
+
+
+def load(name):
+    return LazyConfig.load(os.path.join(REPO, "configs", "common", "data", f"{name}.py"))
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_config_has_train_and_test_loaders_and_survives_yaml(name, tmp_path):
+    cfg = load(name)
+    assert list(cfg.keys()) == ["dataloader"]
+    assert cfg.dataloader.train.num_workers == 4
+    assert len(cfg.dataloader.test) == 1
+    LazyConfig.save(cfg, str(tmp_path / "config.yaml"))
+    reloaded = LazyConfig.load(str(tmp_path / "config.yaml"))
+    assert LazyConfig.to_py(reloaded) == LazyConfig.to_py(cfg)  # targets saved by name
+
+
+@pytest.fixture
+def cifar100_root(tmp_path):
+    folder = tmp_path / "cifar-100-python"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name, count in (("train", 6), ("test", 3)):
+        with open(folder / name, "wb") as f:
+            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
+                         b"fine_labels": list(range(count))}, f)
+    return tmp_path
+
+
+def build(cfg, train_root, test_root, batch=2):
+    train_cfg = cfg.dataloader.train
+    train_cfg.dataset[0].root = str(train_root)
+    train_cfg.train_batch_size = batch
+    train_cfg.num_workers = 0
+    test_cfg = cfg.dataloader.test[0]
+    test_cfg.dataset.root = str(test_root)
+    test_cfg.test_batch_size = batch
+    test_cfg.num_workers = 0
+    train, _, _ = instantiate(train_cfg)
+    return next(iter(train)), next(iter(instantiate(test_cfg))), train
+
+
+def test_mnist_config_builds(img_digits_dir):
+    train_batch, test_batch, _ = build(load("mnist"), img_digits_dir, img_digits_dir)
+    assert tuple(train_batch.images.tensor.shape) == (2, 1, 28, 28)
+    assert tuple(train_batch.labels.tensor.shape) == (2,)
+    assert tuple(test_batch.images.tensor.shape) == (2, 1, 28, 28)
+
+
+def test_cifar100_config_builds_with_mixup(cifar100_root):
+    train_batch, test_batch, train = build(load("cifar100"), cifar100_root, cifar100_root)
+    assert isinstance(train.mixup_func, Mixup) and train.mixup_func.num_classes == 100
+    assert tuple(train_batch.images.tensor.shape) == (2, 3, 32, 32)
+    assert tuple(train_batch.labels.tensor.shape) == (2, 100)  # soft targets
+    assert tuple(test_batch.labels.tensor.shape) == (2,)
+
+
+@pytest.mark.parametrize("name", ["imagenet", "imagenet_ofrecord"])
+def test_imagenet_configs_build(name, img_png_tree, tmp_path):
+    root, _ = img_png_tree
+    if name == "imagenet_ofrecord":
+        convert_image_folder_to_ofrecord(str(root), str(tmp_path / "records"))
+        root = tmp_path / "records"
+    train_batch, test_batch, _ = build(load(name), root, root)
+    assert tuple(train_batch.images.tensor.shape) == (2, 3, 224, 224)
+    assert tuple(train_batch.labels.tensor.shape) == (2, 1000)
+    assert tuple(test_batch.images.tensor.shape) == (2, 3, 224, 224)
