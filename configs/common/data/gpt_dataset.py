@@ -1,0 +1,60 @@
+"""GPT-2 pre-training data: contiguous token windows over a preprocessed corpus.
+
+The paths below are placeholders. Make the corpus first (docs/prepare_text_data.md)::
+
+    python tools/preprocess_data.py --input corpus.jsonl --json-keys content \\
+        --output-prefix ./data_test/gpt_data/loss_compara --split-sentences --append-eod \\
+        --tokenizer-name GPT2Tokenizer --vocab-file ./data_test/gpt_data/gpt2-vocab.json \\
+        --merges-file ./data_test/gpt_data/gpt2-merges.txt
+
+which writes ``loss_compara_content_sentence.bin/.idx`` (``_document`` without
+``--split-sentences``; GPT reads either). Point ``data_prefix`` at your own prefix with the
+override ``dataloader.train.dataset.0.data_prefix=...``. Keep ``max_seq_length`` equal to the
+model's.
+"""
+from omegaconf import OmegaConf
+
+from libai.config import LazyCall
+from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
+from libai.data.datasets.gpt_dataset import GPT2Dataset
+from libai.tokenizer import GPT2Tokenizer
+
+tokenization = OmegaConf.create()
+tokenization.tokenizer = LazyCall(GPT2Tokenizer)(
+    vocab_file="./data_test/gpt_data/gpt2-vocab.json",
+    merges_file="./data_test/gpt_data/gpt2-merges.txt",
+)
+tokenization.append_eod = False
+tokenization.make_vocab_size_divisible_by = 128
+
+# Made by tools/preprocess_data.py (see above): the prefix of the .bin/.idx pair.
+_data_prefix = "./data_test/gpt_data/loss_compara_content_sentence"
+
+dataloader = OmegaConf.create()
+dataloader.train = LazyCall(build_nlp_train_loader)(
+    dataset=[
+        LazyCall(GPT2Dataset)(
+            name="gpt-2",
+            data_prefix=_data_prefix,
+            max_seq_length=1024,
+            num_samples=None,  # one pass over the split; the training sampler cycles epochs
+            seed=1234,
+            split="train",
+            splits_string="949,50,1",
+        ),
+    ],
+    num_workers=4,
+)
+dataloader.test = [
+    LazyCall(build_nlp_test_loader)(
+        dataset=LazyCall(GPT2Dataset)(
+            name="gpt-2",
+            data_prefix=_data_prefix,
+            max_seq_length=1024,
+            seed=1234,
+            split="valid",
+            splits_string="949,50,1",
+        ),
+        num_workers=4,
+    ),
+]

@@ -1,0 +1,8 @@
+"""Optimizer building: parameter groups (weight decay, overrides, clipping) and the factory.
+
+See ``docs/optim_and_schedulers.md``.
+"""
+from libai.optim.build import build_optimizer
+from libai.optim.param_groups import get_default_optimizer_params, is_norm_module
+
+__all__ = ["build_optimizer", "get_default_optimizer_params", "is_norm_module"]

@@ -1,0 +1,60 @@
+"""Build the optimizer of a config: ``build_optimizer(cfg.optim, model)``.
+
+Why a function: the optimizer config cannot name the model's parameters (the model does not
+exist when the config is written), so ``optim.params`` is a node of
+:func:`~libai.optim.get_default_optimizer_params` whose ``model`` is filled in here.
+"""
+from collections.abc import Mapping
+from typing import Any, Dict
+
+import oneflow as flow
+
+__all__ = ["build_optimizer"]
+
+
+def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
+    """Instantiate the optimizer node ``cfg`` with its ``params`` built for ``model``.
+
+    Args:
+        cfg: a LazyCall node of an optimizer class, e.g.
+            ``LazyCall(flow.optim.AdamW)(params=LazyCall(get_default_optimizer_params)(
+            weight_decay_norm=0.0), lr=1e-4, weight_decay=0.01)``.
+        model: the model whose parameters are optimised.
+
+    The config itself is left untouched (the model is given to a copy of the ``params`` node),
+    so it can still be saved as YAML afterwards.
+    """
+    # Imported on use: libai.optim stays importable without the config package's dependencies.
+    from libai.config.instantiate import instantiate
+
+    if not isinstance(cfg, Mapping):
+        raise TypeError(
+            f"build_optimizer needs an optimizer config node (LazyCall(...)(...)), got "
+            f"{type(cfg).__name__}"
+        )
+    if "_target_" not in cfg:
+        raise ValueError(
+            "the optimizer config has no _target_; write it as "
+            "optim = LazyCall(flow.optim.AdamW)(params=LazyCall(get_default_optimizer_params)(), lr=...)"
+        )
+    if "params" not in cfg or cfg["params"] is None:
+        raise ValueError(
+            "the optimizer config has no 'params'; set "
+            "optim.params = LazyCall(get_default_optimizer_params)(...) so that the parameters "
+            "of the model can be filled in"
+        )
+    params = cfg["params"]
+    if not hasattr(params, "keys") or "_target_" not in params:
+        raise ValueError(
+            f"optim.params must be a LazyCall node (of get_default_optimizer_params or a "
+            f"function taking model=...), got {params!r}"
+        )
+    node = _shallow(cfg)
+    node["params"] = _shallow(params)
+    node["params"]["model"] = model
+    return instantiate(node)
+
+
+def _shallow(node: Any) -> Dict[str, Any]:
+    """A plain-dict copy of one level of a (Dict)Config node; children stay as they are."""
+    return {key: node[key] for key in node.keys()}

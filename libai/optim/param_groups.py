@@ -1,0 +1,167 @@
+"""Parameter groups for an optimizer: per-parameter weight decay, overrides and clipping.
+
+Why groups: weight decay pulls weights towards zero, which helps matrices generalise but only
+hurts biases and the scale/shift of normalisation layers (it fights the very statistics they are
+there to set). So those get their own weight decay, 0 by default. Parameters that end up with
+identical options share one group, which keeps the optimizer (and an ``nn.Graph`` built from it)
+small.
+
+A note on clipping, checked with OneFlow 0.9.0: the group keys ``clip_grad_max_norm`` /
+``clip_grad_norm_type`` clip each param group by *that group's* gradient norm, both in eager
+(``optimizer.clip_grad()``) and in graph mode. When every parameter has the same options there
+is one group, and the clip is by the global norm of all gradients.
+"""
+import re
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple
+
+import oneflow as flow
+
+__all__ = ["get_default_optimizer_params", "is_norm_module"]
+
+_NORM_TYPES: Tuple[type, ...] = tuple(
+    cls
+    for cls in (
+        getattr(flow.nn, name, None)
+        for name in (
+            "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
+            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "SyncBatchNorm", "RMSNorm",
+        )
+    )
+    if isinstance(cls, type)
+)
+# Any class named like a normalisation layer ("LayerNorm", "RMSNorm", "BatchNorm2d", ...), so
+# libai's own layers and user layers are recognised without importing them here.
+_NORM_NAME = re.compile(r"Norm(\d+d)?$")
+
+
+def is_norm_module(module: flow.nn.Module) -> bool:
+    """Whether ``module`` is a normalisation layer (by type, or by a class name ending in Norm)."""
+    return isinstance(module, _NORM_TYPES) or bool(_NORM_NAME.search(type(module).__name__))
+
+
+def get_default_optimizer_params(
+    model: flow.nn.Module,
+    base_lr: Optional[float] = None,
+    weight_decay: Optional[float] = None,
+    weight_decay_norm: Optional[float] = 0.0,
+    weight_decay_bias: Optional[float] = 0.0,
+    clip_grad_max_norm: Optional[float] = None,
+    clip_grad_norm_type: Optional[float] = None,
+    overrides: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> List[Dict[str, Any]]:
+    """Split ``model``'s trainable parameters into optimizer param groups.
+
+    Options of a parameter, applied in this order (later wins):
+
+    1. ``lr=base_lr`` and ``weight_decay=weight_decay`` (left out when ``None``, so the
+       optimizer's own defaults apply);
+    2. every parameter of a normalisation module: ``weight_decay=weight_decay_norm``;
+       any other parameter named ``bias``: ``weight_decay=weight_decay_bias``
+       (either left out when ``None``);
+    3. ``overrides[name]``, where ``name`` is the full parameter name (``"encoder.pos_embed"``)
+       or its last part (``"pos_embed"``); a full-name entry wins over a short-name one.
+
+    ``clip_grad_max_norm`` (with ``clip_grad_norm_type``, 2.0 when ``None``) is put into every
+    group, which is how OneFlow optimizers enable clipping in eager and graph mode alike.
+
+    Every trainable parameter appears exactly once (shared parameters are counted at their first
+    owner); frozen ones (``requires_grad=False``) are left out.
+
+    Returns:
+        A list of ``{"params": [...], **options}`` dicts for ``flow.optim.*(params, ...)``.
+    """
+    if not isinstance(model, flow.nn.Module):
+        raise TypeError(
+            f"get_default_optimizer_params needs the model (an oneflow.nn.Module), got "
+            f"{type(model).__name__}; build_optimizer fills it in for you"
+        )
+    overrides = _check_overrides(overrides)
+    defaults = _base_options(base_lr, weight_decay, clip_grad_max_norm, clip_grad_norm_type)
+    groups: Dict[Tuple[Tuple[str, str], ...], Dict[str, Any]] = {}
+    used_overrides: Set[str] = set()
+    for name, param, module in _named_trainable(model):
+        options = dict(defaults)
+        short = name.rsplit(".", 1)[-1]
+        if is_norm_module(module):
+            if weight_decay_norm is not None:
+                options["weight_decay"] = weight_decay_norm
+        elif short == "bias" and weight_decay_bias is not None:
+            options["weight_decay"] = weight_decay_bias
+        for key in (short, name):  # the full name is applied last, so it wins
+            if key in overrides:
+                options.update(overrides[key])
+                used_overrides.add(key)
+        signature = tuple(sorted((k, repr(v)) for k, v in options.items()))
+        groups.setdefault(signature, {"params": [], **options})["params"].append(param)
+    if not groups:
+        raise ValueError(
+            f"{type(model).__name__} has no trainable parameters (all are frozen or there are "
+            "none); an optimizer needs at least one"
+        )
+    _check_all_used(overrides, used_overrides, model)
+    return list(groups.values())
+
+
+def _base_options(
+    base_lr: Optional[float],
+    weight_decay: Optional[float],
+    clip_max: Optional[float],
+    clip_type: Optional[float],
+) -> Dict[str, Any]:
+    options: Dict[str, Any] = {}
+    if base_lr is not None:
+        options["lr"] = base_lr
+    if weight_decay is not None:
+        options["weight_decay"] = weight_decay
+    if clip_max is not None:
+        if clip_max <= 0:
+            raise ValueError(
+                f"clip_grad_max_norm must be positive, got {clip_max}; set it to None to turn "
+                "clipping off"
+            )
+        options["clip_grad_max_norm"] = float(clip_max)
+        options["clip_grad_norm_type"] = 2.0 if clip_type is None else float(clip_type)
+    return options
+
+
+def _named_trainable(model: flow.nn.Module) -> Iterator[Tuple[str, Any, flow.nn.Module]]:
+    """``(full name, parameter, owning module)`` of each trainable parameter, once each."""
+    seen: Set[int] = set()
+    for module_name, module in model.named_modules():
+        for param_name, param in module.named_parameters(recurse=False):
+            if param is None or not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            yield (f"{module_name}.{param_name}" if module_name else param_name), param, module
+
+
+def _check_overrides(overrides: Any) -> Dict[str, Dict[str, Any]]:
+    if overrides is None:
+        return {}
+    if not hasattr(overrides, "items"):
+        raise TypeError(
+            f"overrides maps parameter names to option dicts, e.g. "
+            f"{{'pos_embed': {{'weight_decay': 0.0}}}}; got {type(overrides).__name__}"
+        )
+    checked = {}
+    for key, value in overrides.items():
+        if not hasattr(value, "items"):
+            raise TypeError(
+                f"overrides[{key!r}] must be a dict of optimizer options such as "
+                f"{{'weight_decay': 0.0}}, got {value!r}"
+            )
+        if "params" in value:
+            raise ValueError(f"overrides[{key!r}] may not set 'params'; it names options only")
+        checked[str(key)] = dict(value.items())
+    return checked
+
+
+def _check_all_used(overrides: Dict[str, Any], used: Set[str], model: flow.nn.Module) -> None:
+    unused = [key for key in overrides if key not in used]
+    if unused:
+        names = [name for name, _, _ in _named_trainable(model)]
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise ValueError(
+            f"overrides {unused} match no trainable parameter of {type(model).__name__}; use a "
+            f"full parameter name or its last part. Parameters: {shown}"
+        )

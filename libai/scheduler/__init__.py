@@ -1,0 +1,21 @@
+"""Learning-rate schedules: warmup followed by a decay, valid in eager and graph mode.
+
+See ``docs/optim_and_schedulers.md`` for the formulas and a table of values.
+"""
+from libai.scheduler.graph_step import set_graph_schedule_step
+from libai.scheduler.lr_scheduler import (
+    WarmupCosineLR,
+    WarmupExponentialLR,
+    WarmupMultiStepLR,
+    WarmupPolynomialLR,
+    WarmupStepLR,
+)
+
+__all__ = [
+    "WarmupCosineLR",
+    "WarmupExponentialLR",
+    "WarmupMultiStepLR",
+    "WarmupPolynomialLR",
+    "WarmupStepLR",
+    "set_graph_schedule_step",
+]

@@ -1,0 +1,388 @@
+"""Learning-rate schedules with a warmup: a warmup phase followed by a decay phase.
+
+Why these are compositions of OneFlow's own schedulers: in static-graph mode the schedule is
+compiled into the ``nn.Graph`` (``graph.add_optimizer(optimizer, lr_sch=scheduler)``), and the
+graph only understands OneFlow's built-in ``flow.optim.lr_scheduler`` classes (it asks each for its
+``_generate_conf_for_graph``). A Python-only ``get_lr`` would be silently ignored there. Each
+class below is therefore a thin subclass of ``SequentialLR`` that chains a ``LinearLR`` or
+``ConstantLR`` warmup with a built-in decay scheduler, so eager and graph runs follow the same
+numbers.
+
+The schedule, with ``base`` the learning rate of a parameter group, ``t`` the iteration (0-based),
+``W = warmup_iter`` and ``f = warmup_factor``:
+
+* warmup, ``t < W``:
+  ``"linear"``: ``lr(t) = base * (f + (1 - f) * t / W)`` (from ``f * base`` up to ``base``);
+  ``"constant"``: ``lr(t) = base * f``.
+* decay, ``t >= W``: the decay runs on its own clock ``s = t - W`` that starts when the warmup
+  ends, so the first decay iteration uses the full ``base`` (multi-step milestones excepted,
+  see :class:`WarmupMultiStepLR`). Each class documents its decay formula.
+
+With ``warmup_iter=0`` there is no warmup and ``lr(t)`` is the decay at ``s = t``.
+
+Arguments after ``max_iter`` are keyword-only: their order differs between the classes, and a
+positional call written for another library's order would otherwise be silently misread.
+"""
+import logging
+import numbers
+from typing import Any, List, Sequence
+
+import oneflow as flow
+from oneflow.optim.lr_scheduler import (
+    ConstantLR,
+    CosineDecayLR,
+    ExponentialLR,
+    LinearLR,
+    MultiStepLR,
+    PolynomialLR,
+    SequentialLR,
+    StepLR,
+)
+
+__all__ = [
+    "WarmupCosineLR",
+    "WarmupMultiStepLR",
+    "WarmupExponentialLR",
+    "WarmupPolynomialLR",
+    "WarmupStepLR",
+]
+
+logger = logging.getLogger(__name__)
+
+_WARMUP_METHODS = ("linear", "constant")
+
+
+class _WarmupThenDecay(SequentialLR):
+    """A warmup scheduler followed, on a restarted clock, by ``decay``.
+
+    Subclasses build their decay scheduler and hand it here. ``interval_rescaling=True`` is
+    what restarts the decay's clock at the end of the warmup; OneFlow's graph honours it too.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        decay: Any,
+        max_iter: int,
+        warmup_factor: float,
+        warmup_iter: int,
+        warmup_method: str,
+    ) -> None:
+        self.max_iter = max_iter
+        self.warmup_factor = warmup_factor
+        self.warmup_iter = warmup_iter
+        self.warmup_method = warmup_method
+        if warmup_iter == 0:
+            schedulers, milestones, rescale = [decay], [], []
+        else:
+            schedulers = [_build_warmup(optimizer, warmup_factor, warmup_iter, warmup_method), decay]
+            milestones, rescale = [warmup_iter], [True]
+        super().__init__(
+            optimizer, schedulers=schedulers, milestones=milestones, interval_rescaling=rescale
+        )
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the position in the schedule and re-apply its current lr to the optimizer.
+
+        Re-applying matters when the optimizer was rebuilt without its own state: otherwise the
+        first resumed iteration would still run at the lr of iteration 0.
+        """
+        saved_phases = len(state_dict.get("schedulers", ()))
+        if saved_phases != len(self.schedulers):
+            raise ValueError(
+                f"{type(self).__name__}: the saved schedule has {saved_phases} phase(s) but this "
+                f"one has {len(self.schedulers)} (warmup_iter={self.warmup_iter}); a schedule "
+                "with a warmup cannot resume one without (or the reverse). Keep "
+                "train.warmup_ratio as it was when the checkpoint was written"
+            )
+        changed = [
+            f"{key}: {getattr(self, key)} -> {state_dict[key]}"
+            for key in ("max_iter", "warmup_iter")
+            if key in state_dict and state_dict[key] != getattr(self, key)
+        ]
+        if changed:
+            logger.warning(
+                f"{type(self).__name__}: resuming the saved schedule, whose settings differ "
+                f"from the config ({', '.join(changed)}); the saved ones are used"
+            )
+        super().load_state_dict(state_dict)
+        self.update_lrs(list(self._last_lr))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(max_iter={self.max_iter}, warmup_iter={self.warmup_iter}, "
+            f"warmup_factor={self.warmup_factor}, warmup_method={self.warmup_method!r}, "
+            f"last_step={self.last_step})"
+        )
+
+
+def _build_warmup(
+    optimizer: flow.optim.Optimizer, warmup_factor: float, warmup_iter: int, warmup_method: str
+) -> Any:
+    if warmup_method == "linear":
+        return LinearLR(
+            optimizer, start_factor=warmup_factor, end_factor=1.0, total_iters=warmup_iter
+        )
+    return ConstantLR(optimizer, factor=warmup_factor, total_iters=warmup_iter)
+
+
+def _check_common(
+    name: str, optimizer: Any, max_iter: Any, warmup_factor: Any, warmup_iter: Any, warmup_method: Any
+) -> None:
+    """Validate the arguments every warmup scheduler shares, naming the fix in the message."""
+    if not isinstance(optimizer, flow.optim.Optimizer):
+        raise TypeError(
+            f"{name}: optimizer must be a oneflow.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    if not _is_int(max_iter) or max_iter < 1:
+        raise ValueError(
+            f"{name}: max_iter must be a positive integer (the total number of training "
+            f"iterations; the trainer fills it in), got {max_iter!r}"
+        )
+    if not _is_int(warmup_iter) or not 0 <= warmup_iter <= max_iter:
+        raise ValueError(
+            f"{name}: warmup_iter must be an integer in [0, max_iter={max_iter}], got "
+            f"{warmup_iter!r}; lower train.warmup_ratio (warmup_iter = warmup_ratio × max_iter)"
+        )
+    if warmup_method not in _WARMUP_METHODS:
+        raise ValueError(
+            f"{name}: warmup_method must be 'linear' or 'constant', got {warmup_method!r}"
+        )
+    if not isinstance(warmup_factor, numbers.Real) or not 0.0 <= warmup_factor <= 1.0:
+        raise ValueError(
+            f"{name}: warmup_factor must be a number in [0, 1] (the fraction of the base lr the "
+            f"warmup starts from), got {warmup_factor!r}"
+        )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _decay_span(max_iter: int, warmup_iter: int) -> int:
+    # A warmup that fills the whole run leaves no decay inside it; OneFlow still needs >= 1.
+    return max(max_iter - warmup_iter, 1)
+
+
+def _check_positive(name: str, arg: str, value: Any) -> None:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name}: {arg} must be a positive number, got {value!r}")
+
+
+class WarmupCosineLR(_WarmupThenDecay):
+    """Warmup, then cosine decay from ``base`` down to ``alpha * base`` at ``max_iter``.
+
+    Decay (``s = t - W``, ``D = max_iter - W``)::
+
+        lr = base * (alpha + (1 - alpha) * 0.5 * (1 + cos(pi * s / D)))   for s < D
+        lr = base * alpha                                                for s >= D
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (the trainer fills this in).
+        warmup_factor: fraction of the base lr the warmup starts from (in [0, 1]).
+        warmup_iter: number of warmup iterations (the trainer derives it from
+            ``train.warmup_ratio``); 0 disables the warmup.
+        alpha: the floor of the cosine as a fraction of the base lr (in [0, 1]).
+        warmup_method: ``"linear"`` or ``"constant"``.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        *,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        alpha: float = 0.0,
+        warmup_method: str = "linear",
+    ) -> None:
+        _check_common("WarmupCosineLR", optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        if not isinstance(alpha, numbers.Real) or not 0.0 <= alpha <= 1.0:
+            raise ValueError(
+                f"WarmupCosineLR: alpha is the lr floor as a fraction of the base lr and must be "
+                f"in [0, 1], got {alpha!r}"
+            )
+        self.alpha = alpha
+        decay = CosineDecayLR(optimizer, decay_steps=_decay_span(max_iter, warmup_iter), alpha=alpha)
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
+
+class WarmupMultiStepLR(_WarmupThenDecay):
+    """Warmup, then multiply the lr by ``gamma`` at each milestone.
+
+    Milestones are *absolute* iteration numbers (as users think of them: "decay at iteration
+    30000"), each at or after the end of the warmup. For ``t >= W``::
+
+        lr = base * gamma ** (number of milestones m with m <= t)
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (kept for a uniform signature).
+        milestones: strictly increasing iterations, each ``>= warmup_iter``.
+        gamma: multiplicative decay at each milestone.
+        warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        *,
+        milestones: Sequence[int] = (),
+        gamma: float = 0.1,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        warmup_method: str = "linear",
+    ) -> None:
+        name = "WarmupMultiStepLR"
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        _check_positive(name, "gamma", gamma)
+        self.milestones_abs = _check_milestones(milestones, warmup_iter)
+        self.gamma = gamma
+        # The decay's clock starts at W, so shift the absolute milestones onto it.
+        shifted = [m - warmup_iter for m in self.milestones_abs]
+        decay = MultiStepLR(optimizer, milestones=shifted, gamma=gamma)
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
+
+def _check_milestones(milestones: Any, warmup_iter: int) -> List[int]:
+    try:
+        values = [m for m in milestones]
+    except TypeError:
+        raise TypeError(
+            f"WarmupMultiStepLR: milestones must be a list of iterations, got {milestones!r}"
+        ) from None
+    if not all(_is_int(m) for m in values):
+        raise TypeError(f"WarmupMultiStepLR: milestones must be integers, got {values}")
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"WarmupMultiStepLR: milestones must be strictly increasing, got {values}")
+    early = [m for m in values if m < warmup_iter]
+    if early:
+        raise ValueError(
+            f"WarmupMultiStepLR: milestones {early} fall inside the warmup (warmup_iter="
+            f"{warmup_iter}, from train.warmup_ratio); move them after the warmup or shorten it"
+        )
+    return values
+
+
+class WarmupStepLR(_WarmupThenDecay):
+    """Warmup, then multiply the lr by ``gamma`` every ``step_size`` iterations.
+
+    Decay (``s = t - W``)::
+
+        lr = base * gamma ** floor(s / step_size)
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (kept for a uniform signature).
+        step_size: iterations between two decays, counted from the end of the warmup.
+        gamma: multiplicative decay.
+        warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        *,
+        step_size: int = 1,
+        gamma: float = 0.1,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        warmup_method: str = "linear",
+    ) -> None:
+        name = "WarmupStepLR"
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        if not _is_int(step_size) or step_size < 1:
+            raise ValueError(f"{name}: step_size must be a positive integer, got {step_size!r}")
+        _check_positive(name, "gamma", gamma)
+        self.step_size = step_size
+        self.gamma = gamma
+        decay = StepLR(optimizer, step_size=step_size, gamma=gamma)
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
+
+class WarmupExponentialLR(_WarmupThenDecay):
+    """Warmup, then multiply the lr by ``gamma`` every iteration.
+
+    Decay (``s = t - W``)::
+
+        lr = base * gamma ** s
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (kept for a uniform signature).
+        gamma: per-iteration multiplicative decay.
+        warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        *,
+        gamma: float = 0.999,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        warmup_method: str = "linear",
+    ) -> None:
+        name = "WarmupExponentialLR"
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        _check_positive(name, "gamma", gamma)
+        self.gamma = gamma
+        decay = ExponentialLR(optimizer, gamma=gamma)
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
+
+class WarmupPolynomialLR(_WarmupThenDecay):
+    """Warmup, then polynomial decay from ``base`` to ``end_learning_rate`` (an absolute lr).
+
+    Decay (``s = t - W``, ``D = max_iter - W``, ``e = end_learning_rate``, ``p = power``):
+
+    * ``cycle=False``: ``lr = (base - e) * (1 - min(s, D) / D) ** p + e``, which stays at ``e``
+      after ``D`` decay iterations.
+    * ``cycle=True``: the decay restarts every ``D`` iterations. With ``c = max(s, 1)`` and
+      ``Dc = D * ceil(c / D)``: ``lr = (base - e) * (1 - c / Dc) ** p + e``. (OneFlow's
+      formula, followed by its graph too; note that ``s = 0`` is treated as ``s = 1``.)
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (the trainer fills this in).
+        end_learning_rate: the lr reached at ``max_iter`` (not a fraction of ``base``).
+        power: the polynomial's exponent; 1 is a linear decay.
+        cycle: restart the decay every ``max_iter - warmup_iter`` iterations.
+        warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        *,
+        end_learning_rate: float = 1e-4,
+        power: float = 1.0,
+        cycle: bool = False,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        warmup_method: str = "linear",
+    ) -> None:
+        name = "WarmupPolynomialLR"
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        if not isinstance(end_learning_rate, numbers.Real) or end_learning_rate < 0:
+            raise ValueError(
+                f"{name}: end_learning_rate must be a non-negative lr, got {end_learning_rate!r}"
+            )
+        _check_positive(name, "power", power)
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = bool(cycle)
+        decay = PolynomialLR(
+            optimizer,
+            decay_batch=_decay_span(max_iter, warmup_iter),
+            end_learning_rate=end_learning_rate,
+            power=power,
+            cycle=bool(cycle),
+        )
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
