@@ -9,6 +9,7 @@ command-line program: ``tools/train_net.py`` and every project call it.
 import argparse
 import logging
 import os
+import sys
 from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
@@ -442,5 +443,26 @@ def main(args: argparse.Namespace, trainer_cls: Type[DefaultTrainer] = DefaultTr
 def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
     """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
     args = default_argument_parser().parse_args(argv)
-    return main(args, trainer_cls)
+    try:
+        return main(args, trainer_cls)
+    except Exception:
+        if dist.get_world_size() > 1:
+            exit_now_on_failure()
+        raise
+
+
+def exit_now_on_failure() -> None:
+    """End this rank at once with the error printed and exit code 1.
+
+    In a multi-process run a rank that raises would otherwise hang at interpreter exit (OneFlow
+    waits for its peers), and the peers hang in their next collective; exiting hard lets the
+    launcher see the failure and stop every rank, so the whole launch fails with this error.
+    """
+    import traceback
+
+    traceback.print_exc()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
 

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Mapping, Tuple
 
 import oneflow as flow
 
+from libai.utils.distributed import ttol
+
 __all__ = ["GraphOptimizerState", "TRAIN_STEP_KEY"]
 
 TRAIN_STEP_KEY = "System-Train-TrainStep"
@@ -57,7 +59,7 @@ class GraphOptimizerState:
         graph_state = self.graph.state_dict()
         if TRAIN_STEP_KEY not in graph_state:
             return result  # the graph has not run yet: nothing beyond the eager state
-        state: Dict[Any, Any] = {"step": int(_to_local(graph_state[TRAIN_STEP_KEY]).numpy().reshape(-1)[0])}
+        state: Dict[Any, Any] = {"step": int(ttol(graph_state[TRAIN_STEP_KEY]).numpy().reshape(-1)[0])}
         for index, name in self._ordered:
             entry = {}
             for slot in _SLOTS:
@@ -88,9 +90,3 @@ class GraphOptimizerState:
             graph_vars[TRAIN_STEP_KEY] = flow.tensor([int(state["step"])], dtype=flow.int64)
         if graph_vars:
             self.graph.load_state_dict(graph_vars, strict=False)
-
-
-def _to_local(tensor: flow.Tensor) -> flow.Tensor:
-    if tensor.is_global:
-        return tensor.to_global(sbp=[flow.sbp.broadcast] * len(tensor.sbp)).to_local()
-    return tensor

@@ -5,6 +5,10 @@ from libai.data.datasets.image_base import ImageClassificationDataset
 from libai.data.datasets.imagefolder import ImageFolderDataset
 from libai.data.datasets.mnist import MNISTDataset
 from libai.data.datasets.ofrecord import OFRecordImageDataset
+from libai.data.datasets.bert_dataset import BertDataset
+from libai.data.datasets.gpt_dataset import GPT2Dataset, GPTDataset
+from libai.data.datasets.synthetic import SyntheticImageDataset, SyntheticLMDataset
+from libai.data.datasets.t5_dataset import T5Dataset
 
 __all__ = [
     "ImageClassificationDataset",
@@ -13,4 +17,10 @@ __all__ = [
     "CIFAR100Dataset",
     "ImageFolderDataset",
     "OFRecordImageDataset",
+    "GPT2Dataset",
+    "GPTDataset",
+    "BertDataset",
+    "T5Dataset",
+    "SyntheticLMDataset",
+    "SyntheticImageDataset",
 ]

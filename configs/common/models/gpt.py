@@ -1,0 +1,32 @@
+"""GPT-2 model config: ``from configs.common.models.gpt import model``.
+
+Override sizes with ``model.cfg.hidden_layers=12`` etc. The defaults are a small GPT that trains
+on a CPU; GPT-2 small is hidden_layers=12, hidden_size=768, num_attention_heads=12,
+intermediate_size=3072, max_seq_length=1024 (GPT-2 medium: 24 / 1024 / 16 / 4096).
+A pipelined run sets ``train.dist.pipeline_num_layers = model.cfg.hidden_layers``.
+"""
+from libai.config import LazyCall
+from libai.models import GPTForPreTraining
+
+cfg = dict(
+    vocab_size=50304,  # GPT-2's 50257 tokens padded to a multiple of 128 (tensor parallel splits it)
+    hidden_size=256,  # GPT-2 small: 768
+    hidden_layers=4,  # GPT-2 small: 12
+    num_attention_heads=8,  # GPT-2 small: 12
+    intermediate_size=1024,  # 4 × hidden_size (GPT-2 small: 3072)
+    max_seq_length=1024,  # learned positions; keep equal to the dataset's max_seq_length
+    embedding_dropout_prob=0.1,
+    attention_dropout_prob=0.1,
+    hidden_dropout_prob=0.1,  # dropout after attention and MLP (LiBai's output_dropout_prob)
+    layernorm_epsilon=1e-5,
+    initializer_range=0.02,
+    use_scaled_init_for_output_weights=True,
+    bias_gelu_fusion=False,  # CUDA-only fusions; ignored on the CPU
+    bias_dropout_fusion=False,
+    scale_mask_softmax_fusion=False,
+    apply_query_key_layer_scaling=False,
+    apply_residual_post_layernorm=False,
+    amp_enabled=False,
+)
+
+model = LazyCall(GPTForPreTraining)(cfg=cfg)

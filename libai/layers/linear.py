@@ -1,0 +1,118 @@
+"""``Linear``: a fully connected layer that is data-, column- or row-parallel.
+
+With tensor parallel size ``t``:
+
+- ``parallel="col"``: the weight ``[out, in]`` is split over ``out`` on the tensor axis. The
+  input is needed whole (broadcast) and each rank computes a slice of the output features, so
+  the output is split on its last dim. Use it for the first matmul of a pair.
+- ``parallel="row"``: the weight is split over ``in``. The input must be split on its last dim
+  (which is what a ``"col"`` layer produces, with no communication in between); each rank's
+  product is a partial sum, converted to broadcast (one all-reduce) before the bias is added.
+- ``parallel="data"``: a replicated weight, plain data parallelism.
+
+Under a one-process layout the three modes compute the same thing as ``nn.Linear``.
+"""
+from typing import Any, Callable, Optional, Tuple, Union
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.layers.utils import broadcast, make_parameter, split, to_sbp
+from libai.utils.distributed import current_layout
+
+__all__ = ["Linear", "Linear1D"]
+
+_PARALLEL_MODES = ("data", "col", "row")
+
+
+class Linear(nn.Module):
+    """``y = x Wᵀ + b`` with the weight distributed as ``parallel`` says.
+
+    Args:
+        in_features, out_features: sizes of the last input and output dims.
+        bias: add a learned bias (initialised to zero).
+        parallel: ``"data"``, ``"col"`` or ``"row"`` (see the module docstring).
+        init_method: fills the full ``[out, in]`` weight in place; the default is
+            Xavier-normal.
+        skip_bias_add: return ``(x Wᵀ, b)`` and let the caller add the bias, so it can fuse
+            the add with the next op (bias+GELU, bias+dropout).
+        layer_idx: which layer this belongs to; picks the pipeline stage.
+        dtype: parameter dtype.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        parallel: str = "data",
+        init_method: Callable[[flow.Tensor], Any] = nn.init.xavier_normal_,
+        skip_bias_add: bool = False,
+        *,
+        layer_idx: int = 0,
+        dtype: flow.dtype = flow.float32,
+    ) -> None:
+        super().__init__()
+        if parallel not in _PARALLEL_MODES:
+            raise ValueError(
+                f"Linear(parallel={parallel!r}) is not a parallel mode; use one of {_PARALLEL_MODES}"
+            )
+        self.layout = current_layout()
+        self.layer_idx = layer_idx
+        self.in_features = in_features
+        self.out_features = out_features
+        self.parallel = parallel
+        self.skip_bias_add = skip_bias_add
+        _check_divisible(parallel, in_features, out_features, self.layout.tensor_parallel_size)
+
+        weight_sbp = {"col": split(0), "row": split(1), "data": None}[parallel]
+        bias_sbp = split(0) if parallel == "col" else None
+        self.weight = make_parameter(
+            (out_features, in_features), init_method, self.layout, layer_idx, weight_sbp, dtype
+        )
+        self.bias = (
+            make_parameter((out_features,), nn.init.zeros_, self.layout, layer_idx, bias_sbp, dtype)
+            if bias
+            else None
+        )
+
+    def forward(
+        self, x: flow.Tensor
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Optional[flow.Tensor]]]:
+        layout, idx = self.layout, self.layer_idx
+        if self.parallel == "row":
+            x = to_sbp(x, layout, idx, tensor_sbp=split(x.ndim - 1))
+        else:
+            x = to_sbp(x, layout, idx, tensor_sbp=broadcast())
+        y = flow.nn.functional.linear(x, self.weight)
+        if self.parallel == "row":
+            # partial sums over the tensor axis -> the full product on every rank
+            y = to_sbp(y, layout, idx, tensor_sbp=broadcast())
+        if self.skip_bias_add:
+            return y, self.bias
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}, parallel={self.parallel}, layer_idx={self.layer_idx}"
+        )
+
+
+# LiBai's older name for the same layer.
+Linear1D = Linear
+
+
+def _check_divisible(parallel: str, in_features: int, out_features: int, tp: int) -> None:
+    if parallel == "col" and out_features % tp:
+        raise ValueError(
+            f"Linear(parallel='col') splits out_features={out_features} over "
+            f"tensor_parallel_size={tp}, which does not divide it; pick sizes divisible by {tp}"
+        )
+    if parallel == "row" and in_features % tp:
+        raise ValueError(
+            f"Linear(parallel='row') splits in_features={in_features} over "
+            f"tensor_parallel_size={tp}, which does not divide it; pick sizes divisible by {tp}"
+        )

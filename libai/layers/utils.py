@@ -1,0 +1,180 @@
+"""Where a layer's tensors live: the one place that asks ``layout.is_global``.
+
+Every libai layer reads the current :class:`~libai.utils.distributed.ParallelLayout` when it is
+built and keeps it. Layers never test ``is_global`` themselves; they call the helpers below,
+which do nothing (beyond moving a tensor to the layout's device) in a one-process run and
+convert SBP/placement in a multi-process one. Keeping the branch here means a one-process run
+pays no global-tensor overhead, and a multi-process run has exactly one code path to trust.
+
+Vocabulary: a global tensor carries a two-element nd-SBP ``[over data parallel, over tensor
+parallel]``. Parameters are always broadcast over the data axis; activations keep whatever the
+data axis already is (normally ``split(0)``, the batch) and only change the tensor axis.
+
+Initialisation is layout-independent: :func:`make_parameter` draws the *full* tensor on every
+rank from OneFlow's default CPU generator, in construction order, and only then places it and
+keeps this rank's shard. So ``flow.manual_seed(s)`` yields the same model in one process and
+under any data/tensor/pipeline layout. The price is memory and time at construction: each rank
+transiently materialises one full parameter at a time (peak extra memory = the largest single
+parameter, e.g. the word embedding), plus one broadcast of that parameter over its stage.
+"""
+from typing import Any, Callable, Sequence
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.utils.distributed import ParallelLayout
+
+__all__ = [
+    "KEEP",
+    "broadcast",
+    "split",
+    "make_parameter",
+    "place_constant",
+    "to_layer",
+    "to_sbp",
+    "arange",
+    "sbp_equal",
+]
+
+
+class _Keep:
+    """Marker: leave this SBP axis as the tensor already has it."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
+
+
+def broadcast() -> Any:
+    """``flow.sbp.broadcast`` (a function so call sites read the same as :func:`split`)."""
+    return flow.sbp.broadcast
+
+
+def split(dim: int) -> Any:
+    """``flow.sbp.split(dim)``."""
+    return flow.sbp.split(dim)
+
+
+def sbp_equal(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two nd-SBP sequences are the same."""
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b))
+
+
+def make_parameter(
+    shape: Sequence[int],
+    init_method: Callable[[flow.Tensor], Any],
+    layout: ParallelLayout,
+    layer_idx: int,
+    tensor_sbp: Any = None,
+    dtype: flow.dtype = flow.float32,
+) -> nn.Parameter:
+    """A parameter of ``shape`` initialised by ``init_method`` and placed for ``layer_idx``.
+
+    ``init_method`` fills a full local CPU tensor in place (like ``nn.init.normal_``). The full
+    value is drawn on every rank, whatever the layout, so every rank's default generator
+    advances identically and the model does not depend on the parallel sizes. ``tensor_sbp``
+    is the SBP over the tensor-parallel axis (``None`` = replicated).
+    """
+    full = flow.empty(*shape, dtype=flow.float32)
+    with flow.no_grad():
+        init_method(full)
+    full = full.to(dtype)
+    placed = place_constant(full, layout, layer_idx, tensor_sbp=tensor_sbp)
+    return nn.Parameter(placed)
+
+
+def place_constant(
+    tensor: flow.Tensor,
+    layout: ParallelLayout,
+    layer_idx: int,
+    tensor_sbp: Any = None,
+    data_sbp: Any = None,
+) -> flow.Tensor:
+    """Place a tensor whose value is the same on every rank (a weight, a constant).
+
+    Local layout: moved to the layout's device. Global layout: broadcast on the placement of
+    ``layer_idx``'s stage, then re-boxed to ``[data_sbp, tensor_sbp]`` (``None`` = broadcast);
+    going from broadcast to split only slices, so each rank keeps its shard without
+    communication.
+    """
+    if not layout.is_global:
+        return tensor.to(layout.device)
+    placement = layout.layer_placement(layer_idx)
+    b = flow.sbp.broadcast
+    placed = tensor.to(layout.device).to_global(placement=placement, sbp=[b, b])
+    target = [b if data_sbp is None else data_sbp, b if tensor_sbp is None else tensor_sbp]
+    if not sbp_equal(placed.sbp, target):
+        placed = placed.to_global(sbp=target)
+    return placed
+
+
+def to_layer(x: flow.Tensor, layout: ParallelLayout, layer_idx: int) -> flow.Tensor:
+    """Move ``x`` onto the pipeline stage of ``layer_idx``, keeping its SBP.
+
+    This is how activations (and tied weights) cross pipeline stages. Local layout: only a
+    device move, when needed.
+    """
+    if not layout.is_global:
+        return x if x.device == layout.device else x.to(layout.device)
+    _check_global(x, layout)
+    placement = layout.layer_placement(layer_idx)
+    if x.placement != placement:
+        x = x.to_global(placement=placement)
+    return x
+
+
+def to_sbp(
+    x: flow.Tensor,
+    layout: ParallelLayout,
+    layer_idx: int,
+    tensor_sbp: Any = KEEP,
+    data_sbp: Any = KEEP,
+) -> flow.Tensor:
+    """Move ``x`` to ``layer_idx``'s stage and give it the requested SBP.
+
+    Args:
+        tensor_sbp: SBP over the tensor-parallel axis, or :data:`KEEP`.
+        data_sbp: SBP over the data-parallel axis, or :data:`KEEP` (activations normally keep
+            their batch split).
+
+    A no-op on the SBP in a one-process layout. Converting ``partial_sum`` to ``broadcast``
+    here is what performs the tensor-parallel all-reduce.
+    """
+    x = to_layer(x, layout, layer_idx)
+    if not layout.is_global:
+        return x
+    current = list(x.sbp)
+    target = [
+        current[0] if data_sbp is KEEP else data_sbp,
+        current[1] if tensor_sbp is KEEP else tensor_sbp,
+    ]
+    if not sbp_equal(current, target):
+        x = x.to_global(sbp=target)
+    return x
+
+
+def arange(
+    start: int, end: int, layout: ParallelLayout, layer_idx: int, dtype: flow.dtype = flow.int64
+) -> flow.Tensor:
+    """``[start, end)`` as a tensor on ``layer_idx``'s stage, replicated on every rank.
+
+    Built directly where it is needed (no broadcast): used for position ids and causal masks.
+    """
+    if not layout.is_global:
+        return flow.arange(start, end, dtype=dtype, device=layout.device)
+    b = flow.sbp.broadcast
+    return flow.arange(
+        start, end, dtype=dtype, placement=layout.layer_placement(layer_idx), sbp=[b, b]
+    )
+
+
+def _check_global(x: flow.Tensor, layout: ParallelLayout) -> None:
+    if not x.is_global:
+        raise ValueError(
+            f"a local tensor of shape {tuple(x.shape)} reached a libai layer in a "
+            f"{layout.world_size}-process run; inputs must be global tensors. Batches from "
+            "libai's loaders are made global by Instance.to_global(layout); for your own "
+            "tensors use layout.to_global(tensor, sbp=[flow.sbp.split(0), flow.sbp.broadcast])"
+        )

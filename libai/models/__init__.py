@@ -1,0 +1,19 @@
+"""Models built from :mod:`libai.layers`: BERT, GPT-2 and T5 share one transformer
+(:mod:`libai.models.transformer`); each owns its loss and returns a dict."""
+from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
+from libai.models.gpt import GPTForPreTraining, GPTModel
+from libai.models.t5 import T5ForPreTraining, T5Model
+from libai.models.transformer import TextEmbedding, TransformerModelMixin, TransformerStack
+
+__all__ = [
+    "BertForClassification",
+    "BertForPreTraining",
+    "BertModel",
+    "GPTForPreTraining",
+    "GPTModel",
+    "T5ForPreTraining",
+    "T5Model",
+    "TextEmbedding",
+    "TransformerModelMixin",
+    "TransformerStack",
+]

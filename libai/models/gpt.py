@@ -1,0 +1,133 @@
+"""GPT-2: a causal language model (pre-norm decoder-only transformer, tied LM head).
+
+``GPTModel`` maps ``input_ids [batch, seq]`` to logits ``[batch, seq, vocab]`` (split over the
+vocabulary under tensor parallelism). ``GPTForPreTraining`` adds the loss: position ``t``
+predicts ``labels[:, t]``; the data pipeline supplies labels already shifted by one token.
+Labels equal to -100 are ignored.
+
+Both build from keyword arguments or from one config dict (``GPTModel(cfg)``,
+``GPTForPreTraining(cfg)``, ``LazyCall(GPTForPreTraining)(cfg=cfg)``).
+"""
+from typing import Any, Dict, Mapping, Optional
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.config import configurable
+from libai.layers import LMLogits
+from libai.models.common.config import merge_config, resolve_arguments
+from libai.models.common.losses import LMLoss
+from libai.models.transformer import (
+    TextEmbedding,
+    TransformerModelMixin,
+    TransformerStack,
+    block_args,
+    init_methods,
+)
+
+__all__ = ["GPTModel", "GPTForPreTraining"]
+
+
+class GPTModel(nn.Module, TransformerModelMixin):
+    """The GPT-2 body and tied LM head: ``input_ids -> logits``.
+
+    Args:
+        vocab_size: vocabulary size (divisible by the tensor parallel size; GPT-2's 50257 is
+            usually padded to 50304).
+        hidden_size, hidden_layers, num_attention_heads, intermediate_size: sizes
+            (GPT-2 small: 768, 12, 12, 3072).
+        max_seq_length: learned positions (GPT-2: 1024).
+        embedding_dropout_prob, attention_dropout_prob, hidden_dropout_prob: dropouts.
+        layernorm_epsilon: LayerNorm eps.
+        initializer_range: std of the normal initialisation.
+        use_scaled_init_for_output_weights: shrink residual-branch output weights with depth.
+        bias_gelu_fusion, bias_dropout_fusion, scale_mask_softmax_fusion: CUDA fusions
+            (ignored on the CPU).
+        apply_query_key_layer_scaling, apply_residual_post_layernorm: see TransformerLayer.
+        amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
+    """
+
+    @configurable
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        hidden_layers: int,
+        num_attention_heads: int,
+        intermediate_size: int,
+        max_seq_length: int = 1024,
+        embedding_dropout_prob: float = 0.0,
+        attention_dropout_prob: float = 0.0,
+        hidden_dropout_prob: float = 0.0,
+        layernorm_epsilon: float = 1e-5,
+        initializer_range: float = 0.02,
+        use_scaled_init_for_output_weights: bool = True,
+        bias_gelu_fusion: bool = False,
+        bias_dropout_fusion: bool = False,
+        scale_mask_softmax_fusion: bool = False,
+        apply_query_key_layer_scaling: bool = False,
+        apply_residual_post_layernorm: bool = False,
+        amp_enabled: bool = False,
+    ) -> None:
+        super().__init__()
+        init, output_init = init_methods(
+            initializer_range, hidden_layers, use_scaled_init_for_output_weights
+        )
+        self.embeddings = TextEmbedding(
+            vocab_size, hidden_size, max_seq_length, num_tokentypes=0,
+            embedding_dropout_prob=embedding_dropout_prob, init_method=init,
+            amp_enabled=amp_enabled,
+        )
+        self.transformer = TransformerStack(
+            hidden_layers, hidden_size, intermediate_size, num_attention_heads,
+            attn_mask_type="causal", layernorm_epsilon=layernorm_epsilon,
+            final_layernorm_idx=-1,
+            **block_args(
+                attention_dropout_prob=attention_dropout_prob,
+                hidden_dropout_prob=hidden_dropout_prob,
+                init_method=init, output_layer_init_method=output_init,
+                bias_gelu_fusion=bias_gelu_fusion, bias_dropout_fusion=bias_dropout_fusion,
+                scale_mask_softmax_fusion=scale_mask_softmax_fusion,
+                apply_query_key_layer_scaling=apply_query_key_layer_scaling,
+                apply_residual_post_layernorm=apply_residual_post_layernorm,
+            ),
+        )
+        self.lm_head = LMLogits(vocab_size, bias=False, layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+
+    def forward(self, input_ids: flow.Tensor) -> flow.Tensor:
+        hidden = self.transformer(self.embeddings(input_ids))
+        return self.lm_head(hidden, self.embeddings.word_embedding_weight())
+
+
+class GPTForPreTraining(nn.Module, TransformerModelMixin):
+    """GPT-2 with its causal LM loss.
+
+    Build with ``GPTForPreTraining(cfg)`` / ``GPTForPreTraining(cfg=cfg)`` (a dict of
+    :class:`GPTModel` settings) or with GPTModel's keyword arguments directly.
+
+    ``forward(input_ids, labels=None)`` returns ``{"lm_loss": scalar}`` in training when labels
+    are given, else ``{"prediction_scores": logits}``.
+    """
+
+    @configurable
+    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
+        super().__init__()
+        args, _ = resolve_arguments(merge_config(cfg, model_args), GPTModel.__init__, "GPTForPreTraining")
+        self.GPT_model = GPTModel(**args)
+        self.loss_func = LMLoss(layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return {"cfg": cfg}
+
+    def forward(
+        self, input_ids: flow.Tensor, labels: Optional[flow.Tensor] = None
+    ) -> Dict[str, flow.Tensor]:
+        logits = self.GPT_model(input_ids)
+        if self.training and labels is not None:
+            return {"lm_loss": self.loss_func(logits, labels)}
+        return {"prediction_scores": logits}

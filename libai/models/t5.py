@@ -1,0 +1,156 @@
+"""T5 (Megatron/LiBai flavour): an encoder-decoder transformer with a tied LM head.
+
+Encoder and decoder share one embedding module (word + learned positions). The encoder is a
+padding-masked pre-norm stack; the decoder is a causal stack whose blocks also cross-attend to
+the encoder output. Blocks are numbered across both: encoder block ``i`` has ``layer_idx=i``,
+decoder block ``j`` has ``layer_idx=hidden_layers + j``; so a pipelined run sets
+``train.dist.pipeline_num_layers = hidden_layers + decoder_layers``.
+
+Masks are ``[b, s_q, s_k]`` with 1 where attention is allowed: ``encoder_attn_mask``
+(encoder self attention), ``decoder_attn_mask`` (decoder self attention; the causal part is
+added by the decoder anyway) and ``encoder_decoder_attn_mask`` (decoder queries over encoder
+keys).
+"""
+from typing import Any, Dict, Mapping, Optional
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.config import configurable
+from libai.layers import LMLogits
+from libai.models.common.config import merge_config, resolve_arguments
+from libai.models.common.losses import LMLoss
+from libai.models.transformer import (
+    TextEmbedding,
+    TransformerModelMixin,
+    TransformerStack,
+    block_args,
+    init_methods,
+)
+
+__all__ = ["T5Model", "T5ForPreTraining"]
+
+
+class T5Model(nn.Module, TransformerModelMixin):
+    """Encoder-decoder body and tied LM head -> decoder logits ``[b, s_dec, vocab]``.
+
+    Args:
+        vocab_size, hidden_size, num_attention_heads, intermediate_size: sizes (T5-base:
+            32128 (LiBai uses BERT's 30522 vocabulary), 768, 12, 3072).
+        hidden_layers: encoder blocks (T5-base: 12).
+        decoder_layers: decoder blocks (default: ``hidden_layers``).
+        max_position_embeddings: learned positions.
+        embedding_dropout_prob, hidden_dropout_prob, attention_dropout_prob: dropouts.
+        initializer_range, layernorm_epsilon: initialisation std and LayerNorm eps.
+        bias_gelu_fusion, bias_dropout_fusion, scale_mask_softmax_fusion: CUDA fusions
+            (ignored on the CPU).
+        apply_query_key_layer_scaling, apply_residual_post_layernorm: see TransformerLayer.
+        amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
+    """
+
+    @configurable
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        hidden_layers: int,
+        num_attention_heads: int,
+        intermediate_size: int,
+        decoder_layers: Optional[int] = None,
+        max_position_embeddings: int = 512,
+        embedding_dropout_prob: float = 0.0,
+        hidden_dropout_prob: float = 0.0,
+        attention_dropout_prob: float = 0.0,
+        initializer_range: float = 0.02,
+        layernorm_epsilon: float = 1e-5,
+        bias_gelu_fusion: bool = False,
+        bias_dropout_fusion: bool = False,
+        scale_mask_softmax_fusion: bool = False,
+        apply_query_key_layer_scaling: bool = False,
+        apply_residual_post_layernorm: bool = False,
+        amp_enabled: bool = False,
+    ) -> None:
+        super().__init__()
+        decoder_layers = hidden_layers if decoder_layers is None else decoder_layers
+        init, output_init = init_methods(initializer_range, hidden_layers + decoder_layers)
+        shared = dict(layernorm_epsilon=layernorm_epsilon, **block_args(
+            attention_dropout_prob=attention_dropout_prob, hidden_dropout_prob=hidden_dropout_prob,
+            init_method=init, output_layer_init_method=output_init,
+            bias_gelu_fusion=bias_gelu_fusion, bias_dropout_fusion=bias_dropout_fusion,
+            scale_mask_softmax_fusion=scale_mask_softmax_fusion,
+            apply_query_key_layer_scaling=apply_query_key_layer_scaling,
+            apply_residual_post_layernorm=apply_residual_post_layernorm,
+        ))
+        self.embeddings = TextEmbedding(
+            vocab_size, hidden_size, max_position_embeddings, num_tokentypes=0,
+            embedding_dropout_prob=embedding_dropout_prob, init_method=init,
+            amp_enabled=amp_enabled,
+        )
+        self.encoder = TransformerStack(
+            hidden_layers, hidden_size, intermediate_size, num_attention_heads,
+            first_layer_idx=0, final_layernorm_idx=hidden_layers - 1,
+            attn_mask_type="padding", **shared,
+        )
+        self.decoder = TransformerStack(
+            decoder_layers, hidden_size, intermediate_size, num_attention_heads,
+            first_layer_idx=hidden_layers, final_layernorm_idx=-1, is_decoder=True,
+            attn_mask_type="causal", **shared,
+        )
+        self.lm_head = LMLogits(vocab_size, bias=False, layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+
+    def forward(
+        self,
+        encoder_input_ids: flow.Tensor,
+        decoder_input_ids: flow.Tensor,
+        encoder_attn_mask: Optional[flow.Tensor] = None,
+        decoder_attn_mask: Optional[flow.Tensor] = None,
+        encoder_decoder_attn_mask: Optional[flow.Tensor] = None,
+    ) -> flow.Tensor:
+        encoder_states = self.encoder(self.embeddings(encoder_input_ids), encoder_attn_mask)
+        decoder_states = self.decoder(
+            self.embeddings(decoder_input_ids), decoder_attn_mask,
+            encoder_states=encoder_states, encoder_attention_mask=encoder_decoder_attn_mask,
+        )
+        return self.lm_head(decoder_states, self.embeddings.word_embedding_weight())
+
+
+class T5ForPreTraining(nn.Module, TransformerModelMixin):
+    """T5 with its span-corruption LM loss (averaged over ``loss_mask == 1`` positions).
+
+    Build with ``T5ForPreTraining(cfg)`` / ``(cfg=cfg)`` or T5Model's keyword arguments.
+    ``forward(...)`` returns ``{"masked_lm_loss": scalar}`` in training with ``lm_labels``,
+    else ``{"prediction_scores": logits}``.
+    """
+
+    @configurable
+    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
+        super().__init__()
+        args, _ = resolve_arguments(merge_config(cfg, model_args), T5Model.__init__, "T5ForPreTraining")
+        self.t5_model = T5Model(**args)
+        self.loss_func = LMLoss(layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return {"cfg": cfg}
+
+    def forward(
+        self,
+        encoder_input_ids: flow.Tensor,
+        decoder_input_ids: flow.Tensor,
+        encoder_attn_mask: Optional[flow.Tensor] = None,
+        decoder_attn_mask: Optional[flow.Tensor] = None,
+        encoder_decoder_attn_mask: Optional[flow.Tensor] = None,
+        lm_labels: Optional[flow.Tensor] = None,
+        loss_mask: Optional[flow.Tensor] = None,
+    ) -> Dict[str, flow.Tensor]:
+        logits = self.t5_model(
+            encoder_input_ids, decoder_input_ids, encoder_attn_mask, decoder_attn_mask,
+            encoder_decoder_attn_mask,
+        )
+        if self.training and lm_labels is not None:
+            return {"masked_lm_loss": self.loss_func(logits, lm_labels, loss_mask)}
+        return {"prediction_scores": logits}

@@ -1,0 +1,210 @@
+"""The one transformer that BERT, GPT-2 and T5 are built from.
+
+A language model here is three parts, each parametrised by config rather than copied:
+
+- :class:`TextEmbedding`: word (vocabulary-parallel) + learned position (+ token type)
+  embeddings, dropout, and an optional LayerNorm (post-norm models normalise embeddings);
+- :class:`TransformerStack`: ``num_layers`` :class:`~libai.layers.TransformerLayer` blocks with
+  consecutive ``layer_idx`` values, encoder or decoder, padding or causal masking, and a final
+  LayerNorm for pre-norm stacks;
+- a head and a loss, which is where the models differ.
+
+Layer indices follow one rule: embeddings at ``0``, block ``i`` of the whole model at ``i``,
+the final norm / head / loss at ``-1``; the run sets ``train.dist.pipeline_num_layers`` to the
+number of blocks so each index maps to a pipeline stage.
+"""
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.layers import Embedding, LayerNorm, TransformerLayer, VocabEmbedding
+from libai.layers.utils import arange
+from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
+from libai.utils.distributed import current_layout
+
+__all__ = ["TextEmbedding", "TransformerStack", "TransformerModelMixin", "init_methods"]
+
+
+def init_methods(
+    initializer_range: float, num_layers: int, scaled_output: bool = True
+) -> Tuple[Callable, Callable]:
+    """``(init_method, output_layer_init_method)`` for a model of ``num_layers`` blocks."""
+    init = init_method_normal(initializer_range)
+    if not scaled_output:
+        return init, init
+    return init, scaled_init_method_normal(initializer_range, num_layers)
+
+
+class TextEmbedding(nn.Module):
+    """Token + position (+ token type) embeddings for ``[batch, seq]`` ids.
+
+    Args:
+        vocab_size, hidden_size: table sizes.
+        max_seq_length: number of learned positions; longer inputs are an error.
+        num_tokentypes: 0 for no token-type table (GPT, T5), 2 for BERT's segments.
+        embedding_dropout_prob: dropout on the summed embeddings.
+        init_method: initialiser of all tables.
+        layernorm_epsilon: add a LayerNorm after the sum (post-norm models); None for none.
+        amp_enabled: accepted for LiBai config compatibility (see VocabEmbedding).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        max_seq_length: int,
+        num_tokentypes: int = 0,
+        embedding_dropout_prob: float = 0.0,
+        init_method: Callable = nn.init.xavier_normal_,
+        layernorm_epsilon: Optional[float] = None,
+        amp_enabled: bool = False,
+    ) -> None:
+        super().__init__()
+        self.layout = current_layout()
+        self.layer_idx = 0
+        self.max_seq_length = max_seq_length
+        self.word_embeddings = VocabEmbedding(
+            vocab_size, hidden_size, init_method, layer_idx=0, amp_enabled=amp_enabled
+        )
+        self.position_embeddings = Embedding(max_seq_length, hidden_size, init_method, layer_idx=0)
+        self.tokentype_embeddings = (
+            Embedding(num_tokentypes, hidden_size, init_method, layer_idx=0)
+            if num_tokentypes > 0
+            else None
+        )
+        self.embedding_layernorm = (
+            LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=0)
+            if layernorm_epsilon is not None
+            else None
+        )
+        self.dropout = nn.Dropout(embedding_dropout_prob)
+
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        tokentype_ids: Optional[flow.Tensor] = None,
+        past_length: int = 0,
+    ) -> flow.Tensor:
+        seq_length = input_ids.shape[1]
+        if past_length + seq_length > self.max_seq_length:
+            raise ValueError(
+                f"sequence of {past_length + seq_length} tokens exceeds the "
+                f"{self.max_seq_length} learned positions; raise max_seq_length / "
+                "max_position_embeddings in the model config or shorten the inputs"
+            )
+        positions = arange(past_length, past_length + seq_length, self.layout, 0).unsqueeze(0)
+        embeddings = self.word_embeddings(input_ids) + self.position_embeddings(positions)
+        if self.tokentype_embeddings is not None:
+            if tokentype_ids is None:
+                # segment 0 everywhere; an op rather than zeros_like, which nn.Graph flags
+                tokentype_ids = input_ids * 0
+            embeddings = embeddings + self.tokentype_embeddings(tokentype_ids)
+        if self.embedding_layernorm is not None:
+            embeddings = self.embedding_layernorm(embeddings)
+        return self.dropout(embeddings)
+
+    def word_embedding_weight(self) -> flow.Tensor:
+        """The table the LM head ties to."""
+        return self.word_embeddings.weight
+
+
+class TransformerStack(nn.Module):
+    """``num_layers`` blocks with consecutive layer indices, plus an optional final norm.
+
+    Args:
+        num_layers, hidden_size, ffn_hidden_size, num_attention_heads: sizes.
+        first_layer_idx: ``layer_idx`` of the first block (T5's decoder starts after the
+            encoder's blocks).
+        final_layernorm_idx: ``layer_idx`` of the final LayerNorm, or None for no final norm
+            (post-norm stacks end normalised already).
+        is_decoder, attn_mask_type, layernorm_position: passed to every block.
+        **layer_args: the remaining :class:`~libai.layers.TransformerLayer` arguments
+            (dropouts, eps, init methods, fusions ...).
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        hidden_size: int,
+        ffn_hidden_size: int,
+        num_attention_heads: int,
+        *,
+        first_layer_idx: int = 0,
+        final_layernorm_idx: Optional[int] = -1,
+        is_decoder: bool = False,
+        attn_mask_type: str = "padding",
+        layernorm_position: str = "pre",
+        layernorm_epsilon: float = 1e-5,
+        **layer_args: Any,
+    ) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"a transformer needs at least one layer, got num_layers={num_layers}")
+        # no layer_idx of its own: the stack spans pipeline stages, its blocks carry theirs
+        self.layers = nn.ModuleList(
+            [
+                TransformerLayer(
+                    hidden_size, ffn_hidden_size, num_attention_heads, is_decoder=is_decoder,
+                    attn_mask_type=attn_mask_type, layernorm_epsilon=layernorm_epsilon,
+                    layernorm_position=layernorm_position, layer_idx=first_layer_idx + i,
+                    **layer_args,
+                )
+                for i in range(num_layers)
+            ]
+        )
+        self.final_layernorm = (
+            LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=final_layernorm_idx)
+            if final_layernorm_idx is not None
+            else None
+        )
+
+    def forward(
+        self,
+        hidden_states: flow.Tensor,
+        attention_mask: Optional[flow.Tensor] = None,
+        encoder_states: Optional[flow.Tensor] = None,
+        encoder_attention_mask: Optional[flow.Tensor] = None,
+    ) -> flow.Tensor:
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states, attention_mask,
+                encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
+            )
+        if self.final_layernorm is not None:
+            hidden_states = self.final_layernorm(hidden_states)
+        return hidden_states
+
+
+class TransformerModelMixin:
+    """What the engine may ask of a libai transformer model."""
+
+    def activation_checkpoint_modules(self) -> List[nn.Module]:
+        """The blocks activation checkpointing wraps: every TransformerLayer, in order."""
+        return [m for m in self.modules() if isinstance(m, TransformerLayer)]
+
+
+def block_args(
+    *,
+    attention_dropout_prob: float,
+    hidden_dropout_prob: float,
+    init_method: Callable,
+    output_layer_init_method: Callable,
+    bias_gelu_fusion: bool,
+    bias_dropout_fusion: bool,
+    scale_mask_softmax_fusion: bool,
+    apply_query_key_layer_scaling: bool,
+    apply_residual_post_layernorm: bool,
+) -> Dict[str, Any]:
+    """The TransformerLayer arguments every model passes through from its config."""
+    return dict(
+        attention_dropout_prob=attention_dropout_prob,
+        output_dropout_prob=hidden_dropout_prob,
+        init_method=init_method,
+        output_layer_init_method=output_layer_init_method,
+        bias_gelu_fusion=bias_gelu_fusion,
+        bias_dropout_fusion=bias_dropout_fusion,
+        scale_mask_softmax_fusion=scale_mask_softmax_fusion,
+        apply_query_key_layer_scaling=apply_query_key_layer_scaling,
+        apply_residual_post_layernorm=apply_residual_post_layernorm,
+    )

@@ -1,0 +1,163 @@
+"""Launched with 2 processes: every libai layer under TP=2 and a pipeline under PP=2,
+compared with the same layers built from the same seed under a one-process layout.
+
+Usage: python -m oneflow.distributed.launch --nproc_per_node 2 parallel_layers_script.py OUT.json
+Writes {check: {"out": rel err, "grads": {param: rel err}, ...facts...}} from rank 0.
+"""
+import sys
+
+import libai  # noqa: F401  (must precede oneflow)
+import numpy as np
+import oneflow as flow
+from oneflow import nn
+
+from parallel_helpers import (
+    build_twice, compare_params, full, global_layout, like, loss_weights, place,
+    placement_ranks, rel_err, sbp_names, write_results,
+)
+from libai.layers import (
+    MLP, LayerNorm, Linear, LMLogits, MultiheadAttention, ParallelCrossEntropyLoss,
+    TransformerLayer, VocabEmbedding,
+)
+
+B, S, H, V = 2, 6, 16, 32  # batch, sequence, hidden, vocabulary
+RNG = np.random.RandomState(7)
+X = RNG.randn(B, S, H).astype(np.float32)
+ENC = RNG.randn(B, S + 2, H).astype(np.float32)
+IDS = RNG.randint(0, V, size=(B, S)).astype(np.int64)
+TARGET = RNG.randint(0, V, size=(B, S)).astype(np.int64)
+TARGET[0, :2] = -100  # ignored positions
+PAD = np.ones((B, S), dtype=np.int64)
+PAD[1, -2:] = 0  # the second sample has two padding tokens
+
+
+def run_pair(parallel, reference, forward, layout, seed):
+    """Forward both, backward a weighted sum, compare outputs and gradients."""
+    out_p = forward(parallel, layout)
+    out_r = forward(reference, None)
+    weights = loss_weights(out_r.shape, seed)
+    (out_p * like(weights, out_p)).sum().backward()
+    (out_r * like(weights, out_r)).sum().backward()
+    return {
+        "out": rel_err(full(out_p), out_r.numpy()),
+        "grads": compare_params(parallel, reference, grads=True),
+        "min_grad_norm": min(float(np.linalg.norm(p.grad.numpy())) for p in reference.parameters()),
+        "out_sbp": sbp_names(out_p),
+        "out_ranks": placement_ranks(out_p),
+    }
+
+
+def inputs(layout, array, stage=0):
+    if layout is None:
+        return flow.tensor(array)
+    return place(array, layout, stage)
+
+
+class ColRow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.col = Linear(H, 4 * H, parallel="col")
+        self.row = Linear(4 * H, H, parallel="row")
+        self.data = Linear(H, H, parallel="data")
+
+    def forward(self, x):
+        self.col_out = self.col(x)
+        return self.data(self.row(self.col_out))
+
+
+class TiedHead(nn.Module):
+    """Embedding -> LayerNorm -> tied logits -> cross entropy: the vocab-parallel path."""
+
+    def __init__(self, last_idx=0):
+        super().__init__()
+        self.embed = VocabEmbedding(V, H, layer_idx=0)
+        self.norm = LayerNorm(H, layer_idx=last_idx)
+        self.head = LMLogits(V, bias=True, layer_idx=last_idx)
+        self.loss = ParallelCrossEntropyLoss(layer_idx=last_idx)
+
+    def forward(self, ids, target):
+        self.logits = self.head(self.norm(self.embed(ids)), self.embed.weight)
+        return self.loss(self.logits, target)
+
+
+def tensor_parallel_checks(results):
+    layout = global_layout(tensor_parallel_size=2)
+    checks = {
+        "linear": (ColRow, lambda m, l: m(inputs(l, X))),
+        "embedding": (lambda: VocabEmbedding(V, H), lambda m, l: m(inputs(l, IDS))),
+        "tied_head_loss": (TiedHead, lambda m, l: m(inputs(l, IDS), inputs(l, TARGET))),
+        "layernorm_mlp": (
+            lambda: nn.Sequential(LayerNorm(H), MLP(H, 4 * H)), lambda m, l: m(inputs(l, X))
+        ),
+        "causal_attention": (
+            lambda: MultiheadAttention(H, 4, attn_mask_type="causal"),
+            lambda m, l: m(inputs(l, X), inputs(l, PAD)),
+        ),
+        "cross_attention": (
+            lambda: MultiheadAttention(H, 4, is_cross_attention=True),
+            lambda m, l: m(inputs(l, X), encoder_states=inputs(l, ENC)),
+        ),
+        "decoder_layer": (
+            lambda: TransformerLayer(H, 4 * H, 4, is_decoder=True, attn_mask_type="causal"),
+            lambda m, l: m(inputs(l, X), encoder_states=inputs(l, ENC)),
+        ),
+    }
+    for seed, (name, (build, forward)) in enumerate(checks.items()):
+        parallel, reference = build_twice(build, layout, seed)
+        results[f"tp2/{name}"] = run_pair(parallel, reference, forward, layout, seed)
+        results[f"tp2/{name}"]["init"] = compare_params(parallel, reference, grads=False)
+        if name == "linear":
+            results["tp2/linear"].update(
+                col_weight_local=list(parallel.col.weight.to_local().shape),
+                row_weight_local=list(parallel.row.weight.to_local().shape),
+                col_out_sbp=sbp_names(parallel.col_out),
+            )
+        if name == "embedding":
+            results["tp2/embedding"]["weight_local"] = list(parallel.weight.to_local().shape)
+        if name == "tied_head_loss":
+            results["tp2/tied_head_loss"]["logits_sbp"] = sbp_names(parallel.logits)
+
+
+class TwoStages(nn.Module):
+    """Embedding and block 0 on stage 0; block 1, norm, tied head and loss on stage 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = VocabEmbedding(V, H, layer_idx=0)
+        self.block0 = TransformerLayer(H, 4 * H, 4, attn_mask_type="causal", layer_idx=0)
+        self.block1 = TransformerLayer(H, 4 * H, 4, attn_mask_type="causal", layer_idx=1)
+        self.norm = LayerNorm(H, layer_idx=-1)
+        self.head = LMLogits(V, layer_idx=-1)
+        self.loss = ParallelCrossEntropyLoss(layer_idx=-1)
+
+    def forward(self, ids, target):
+        self.h0 = self.block0(self.embed(ids))
+        logits = self.head(self.norm(self.block1(self.h0)), self.embed.weight)
+        return self.loss(logits, target)
+
+
+def pipeline_checks(results):
+    layout = global_layout(pipeline_parallel_size=2, pipeline_num_layers=2)
+    parallel, reference = build_twice(TwoStages, layout, seed=11)
+
+    def forward(m, l):
+        return m(inputs(l, IDS, stage=0), inputs(l, TARGET, stage=-1))
+
+    out = run_pair(parallel, reference, forward, layout, seed=11)
+    out.update(
+        embed_ranks=placement_ranks(parallel.embed.weight),
+        block1_ranks=placement_ranks(parallel.block1.mlp.dense_h_to_4h.weight),
+        h0_ranks=placement_ranks(parallel.h0),
+    )
+    results["pp2/two_stages"] = out
+
+
+def main():
+    results = {}
+    tensor_parallel_checks(results)
+    pipeline_checks(results)
+    write_results(results, sys.argv[1])
+
+
+if __name__ == "__main__":
+    main()
