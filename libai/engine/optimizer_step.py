@@ -14,7 +14,7 @@ the combination that works.
 """
 import contextlib
 import logging
-from typing import Any, ContextManager, Iterator, List, Optional
+from typing import Any, ContextManager, List, Optional, Tuple
 
 import oneflow as flow
 
@@ -100,6 +100,53 @@ def check_supported(graph_enabled: bool, amp: bool, zero: bool, zero_stage: int,
     return notes
 
 
+def _placement_key(t: flow.Tensor) -> Any:
+    return (str(t.placement), tuple(str(s) for s in t.sbp)) if t.is_global else str(t.device)
+
+
+def _to_everyone(t: flow.Tensor) -> flow.Tensor:
+    """A global scalar made broadcast on every rank (a no-op for local tensors)."""
+    if not t.is_global:
+        return t
+    ranks = list(range(flow.env.get_world_size()))
+    return t.to_global(placement=flow.placement(t.placement.type, ranks=ranks), sbp=flow.sbp.broadcast)
+
+
+def clip_grad_norm_global(params: List[flow.Tensor], max_norm: float, norm_type: float = 2.0) -> flow.Tensor:
+    """Scale all gradients so that their joint ``norm_type``-norm is at most ``max_norm``.
+
+    The norm is over every parameter together (OneFlow's param-group clipping takes each
+    group's norm separately). Works for local tensors and for global ones spread over
+    pipeline stages: per-placement partial sums are gathered to every rank once per placement.
+    Returns the total norm before clipping.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return flow.tensor(0.0)
+    by_place: dict = {}
+    for g in grads:
+        by_place.setdefault(_placement_key(g), []).append(g)
+    partials = []
+    for group in by_place.values():
+        if norm_type == float("inf"):
+            part = flow.stack([g.detach().abs().max() for g in group]).max()
+        else:
+            part = flow.stack([(g.detach().abs() ** norm_type).sum() for g in group]).sum()
+        partials.append(_to_everyone(part))
+    if norm_type == float("inf"):
+        total = flow.stack(partials).max()
+    else:
+        total = flow.stack(partials).sum() ** (1.0 / norm_type)
+    coef = flow.clamp(max_norm / (total + 1e-6), max=1.0)
+    for group in by_place.values():
+        c = coef
+        if group[0].is_global:
+            c = coef.to_global(placement=group[0].placement, sbp=[flow.sbp.broadcast] * len(group[0].sbp))
+        for g in group:
+            g.mul_(c)
+    return total
+
+
 def _group_options(group: Any) -> dict:
     """A param group's options, whether OneFlow's ``ParamGroup`` or a plain dict."""
     return dict(group.options) if hasattr(group, "options") else dict(group)
@@ -131,8 +178,26 @@ class OptimizerStep:
 
     @property
     def clips_gradients(self) -> bool:
-        return any(_group_options(g).get("clip_grad_max_norm") is not None
-                   for g in self.optimizer.param_groups)
+        return self.clip_setting() is not None
+
+    def clip_setting(self) -> Optional[Tuple[float, float]]:
+        """``(max_norm, norm_type)`` from the param groups' clip keys, or None.
+
+        Every clipped group must agree: the norm is taken over all parameters together.
+        """
+        settings = set()
+        for g in self.optimizer.param_groups:
+            opts = _group_options(g)
+            if opts.get("clip_grad_max_norm") is not None:
+                settings.add((float(opts["clip_grad_max_norm"]), float(opts.get("clip_grad_norm_type") or 2.0)))
+        if not settings:
+            return None
+        if len(settings) > 1:
+            raise ValueError(
+                f"parameter groups ask for different gradient clipping {sorted(settings)}; clipping "
+                "by global norm takes one (clip_grad_max_norm, clip_grad_norm_type) for all groups"
+            )
+        return settings.pop()
 
     def _params(self) -> List[flow.Tensor]:
         params: List[flow.Tensor] = []
@@ -165,8 +230,9 @@ class OptimizerStep:
             take_step = self.loss_scaler.unscale_and_check(self._params())
             self.loss_scaler.update(take_step)
         if take_step:
-            if self.clips_gradients:
-                self.optimizer.clip_grad()
+            clip = self.clip_setting()
+            if clip is not None:
+                clip_grad_norm_global(self._params(), *clip)
             self.optimizer.step()
         else:
             self.skipped_steps += 1
@@ -178,6 +244,15 @@ class OptimizerStep:
     def configure_graph(self, graph: flow.nn.Graph, lr_scheduler: Any = None,
                         zero: bool = False, zero_stage: int = 1, data_parallel_size: int = 1) -> None:
         """Apply the same switches to a training ``nn.Graph`` (call from its ``__init__``)."""
+        clipped_groups = sum(1 for g in self.optimizer.param_groups
+                             if _group_options(g).get("clip_grad_max_norm") is not None)
+        if clipped_groups > 1:
+            logger.warning(
+                f"Graph mode: OneFlow 0.9 clips each of the {clipped_groups} parameter groups by its own "
+                "gradient norm, while Eager mode clips by the norm of all parameters together. For the "
+                "same clipping in both modes use one group: set optim.params.weight_decay, "
+                "weight_decay_norm and weight_decay_bias all equal to optim.weight_decay"
+            )
         if lr_scheduler is not None:
             graph.add_optimizer(self.optimizer, lr_sch=lr_scheduler)
         else:

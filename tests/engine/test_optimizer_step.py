@@ -1,0 +1,66 @@
+"""OptimizerStep: clipping by the norm of all parameters together, accumulation scaling, and
+the start-up check of technique combinations."""
+import numpy as np
+import oneflow as flow
+import pytest
+
+from libai.engine.optimizer_step import OptimizerStep, check_supported, clip_grad_norm_global
+
+
+def _model_with_grads():
+    flow.manual_seed(0)
+    model = flow.nn.Sequential(flow.nn.Linear(3, 4), flow.nn.Linear(4, 2))
+    (model(flow.randn(5, 3)) ** 2).sum().backward()
+    return model
+
+
+def test_clipping_uses_the_norm_of_all_parameters_together():
+    model = _model_with_grads()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    total = np.sqrt(sum((g ** 2).sum() for g in grads))
+    returned = clip_grad_norm_global(list(model.parameters()), max_norm=0.5)
+    assert float(returned) == pytest.approx(total, rel=1e-5)
+    for p, g in zip(model.parameters(), grads):
+        np.testing.assert_allclose(p.grad.numpy(), g * 0.5 / (total + 1e-6), rtol=1e-5)
+
+
+def test_two_parameter_groups_are_clipped_jointly_not_each_by_its_own_norm():
+    model = _model_with_grads()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    params = list(model.parameters())
+    opt = flow.optim.SGD([
+        {"params": params[:2], "clip_grad_max_norm": 0.5, "clip_grad_norm_type": 2.0},
+        {"params": params[2:], "clip_grad_max_norm": 0.5, "clip_grad_norm_type": 2.0},
+    ], lr=1.0)
+    before = [p.numpy().copy() for p in params]
+    OptimizerStep(opt).step()
+    total = np.sqrt(sum((g ** 2).sum() for g in grads))
+    for p, w, g in zip(params, before, grads):
+        np.testing.assert_allclose(p.numpy(), w - g * 0.5 / (total + 1e-6), rtol=1e-5, atol=1e-7)
+
+
+def test_groups_that_disagree_on_clipping_are_an_error():
+    params = list(_model_with_grads().parameters())
+    opt = flow.optim.SGD([{"params": params[:2], "clip_grad_max_norm": 0.5},
+                          {"params": params[2:], "clip_grad_max_norm": 1.0}], lr=1.0)
+    with pytest.raises(ValueError, match="different gradient clipping"):
+        OptimizerStep(opt).step()
+
+
+def test_accumulated_backward_averages_micro_batch_losses():
+    flow.manual_seed(0)
+    w = flow.nn.Parameter(flow.ones(3))
+    opt = flow.optim.SGD([w], lr=1.0)
+    step = OptimizerStep(opt, grad_acc_steps=2)
+    step.backward((w * 2).sum())
+    step.backward((w * 4).sum())
+    np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_unsupported_combinations_fail_at_start_up_naming_what_works():
+    with pytest.raises(ValueError, match="needs Graph mode.*graph.enabled=True"):
+        check_supported(graph_enabled=False, amp=False, zero=True, zero_stage=1,
+                        data_parallel_size=2, device_type="cpu")
+    notes = check_supported(graph_enabled=True, amp=False, zero=True, zero_stage=2,
+                            data_parallel_size=1, device_type="cpu")
+    assert any("no effect" in n for n in notes)
