@@ -219,6 +219,9 @@ class DefaultTrainer(TrainerBase):
             graph_enabled=bool(cfg.graph.enabled), amp=bool(t.amp.enabled),
             zero=bool(t.zero_optimization.enabled), zero_stage=int(t.zero_optimization.stage),
             data_parallel_size=self.layout.data_parallel_size, device_type=self.layout.device_type,
+            tensor_parallel_size=self.layout.tensor_parallel_size,
+            pipeline_parallel_size=self.layout.pipeline_parallel_size,
+            grad_acc_steps=self.plan.batch.num_accumulation_steps,
         )
         for note in notes:
             logger.warning(note)

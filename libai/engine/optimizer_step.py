@@ -70,12 +70,23 @@ class DynamicLossScaler:
 
 
 def check_supported(graph_enabled: bool, amp: bool, zero: bool, zero_stage: int,
-                    data_parallel_size: int, device_type: str) -> List[str]:
+                    data_parallel_size: int, device_type: str, tensor_parallel_size: int = 1,
+                    pipeline_parallel_size: int = 1, grad_acc_steps: int = 1) -> List[str]:
     """Validate the technique switches for a mode; return notes to log once.
 
     Raises ``ValueError`` naming the supported combination when a switch cannot work.
     """
     notes: List[str] = []
+    model_parallel = tensor_parallel_size > 1 or pipeline_parallel_size > 1
+    if graph_enabled and device_type == "cpu" and model_parallel and grad_acc_steps < 2:
+        # Seen here: OneFlow 0.9 aborts the whole job (register.cpp:75 "Check failed:
+        # separated_header_mem_ptr() == nullptr") for such a graph fed one micro-batch per step.
+        raise ValueError(
+            "Graph mode with tensor or pipeline parallelism on the CPU needs at least 2 micro-batches "
+            "per step in OneFlow 0.9 (one aborts the process). Set train.num_accumulation_steps=2 "
+            "(or more; for pipeline parallelism about 2 × pipeline_parallel_size keeps stages busy), "
+            "or use Eager mode (graph.enabled=False)"
+        )
     if zero:
         if zero_stage not in (1, 2, 3):
             raise ValueError(f"train.zero_optimization.stage must be 1, 2 or 3, got {zero_stage}")

@@ -4,6 +4,8 @@ from libai.models.bert import BertForClassification, BertForPreTraining, BertMod
 from libai.models.gpt import GPTForPreTraining, GPTModel
 from libai.models.t5 import T5ForPreTraining, T5Model
 from libai.models.transformer import TextEmbedding, TransformerModelMixin, TransformerStack
+from libai.models.swin import SwinTransformer
+from libai.models.vit import VisionTransformer
 
 __all__ = [
     "BertForClassification",
@@ -16,4 +18,6 @@ __all__ = [
     "TextEmbedding",
     "TransformerModelMixin",
     "TransformerStack",
+    "SwinTransformer",
+    "VisionTransformer",
 ]

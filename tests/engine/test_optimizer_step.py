@@ -64,3 +64,11 @@ def test_unsupported_combinations_fail_at_start_up_naming_what_works():
     notes = check_supported(graph_enabled=True, amp=False, zero=True, zero_stage=2,
                             data_parallel_size=1, device_type="cpu")
     assert any("no effect" in n for n in notes)
+
+
+def test_a_model_parallel_cpu_graph_with_one_micro_batch_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="num_accumulation_steps=2"):
+        check_supported(graph_enabled=True, amp=False, zero=False, zero_stage=1, data_parallel_size=1,
+                        device_type="cpu", tensor_parallel_size=2, grad_acc_steps=1)
+    assert check_supported(graph_enabled=True, amp=False, zero=False, zero_stage=1, data_parallel_size=1,
+                           device_type="cpu", pipeline_parallel_size=2, grad_acc_steps=2) == []

@@ -45,6 +45,9 @@ def build_cfg(args, graph):
         dataset=[LazyCall(SyntheticLMDataset)(num_samples=256, seq_length=16, vocab_size=128)],
         num_workers=0)
     cfg.optim.lr = 1e-3
+    # One parameter group: clipping then means the same in Eager and Graph mode.
+    wd = cfg.optim.weight_decay
+    cfg.optim.params.weight_decay = cfg.optim.params.weight_decay_norm = cfg.optim.params.weight_decay_bias = wd
     micro = args.global_batch // (args.dp * args.acc)
     cfg.train.update(dict(
         output_dir=os.path.join(args.out_dir, "graph" if graph else "eager"),
@@ -67,7 +70,10 @@ def main():
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--modes", default="eager,graph")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--fail-on-rank", type=int, default=-1, help="raise on this rank (tests the launch fails)")
     args = p.parse_args()
+    if dist.get_rank() == args.fail_on_rank:
+        raise RuntimeError(f"deliberate failure on rank {args.fail_on_rank}")
     result = {}
     for mode in args.modes.split(","):
         losses = []
@@ -81,4 +87,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        if dist.get_world_size() > 1:
+            from libai.engine.default import exit_now_on_failure
+
+            exit_now_on_failure()
+        raise
