@@ -103,5 +103,5 @@ def _log_changes_against_defaults(cfg: Any) -> None:
     defaults = get_config("common/train.py").train
     changes = LazyConfig.diff(defaults, cfg.train)
     if changes:
-        lines = "\n".join(f"  train.{c}" if not str(c).startswith("train") else f"  {c}" for c in changes)
+        lines = "\n".join(f"  {c}" if str(c).startswith("train.") else f"  train.{c}" for c in changes)
         logger.info(f"train settings that differ from the defaults:\n{lines}")

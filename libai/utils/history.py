@@ -11,6 +11,8 @@ import numbers
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
+import oneflow as flow
+
 __all__ = ["HistoryBuffer", "to_float"]
 
 
@@ -27,6 +29,22 @@ def to_float(value: Any) -> float:
     if hasattr(value, "item"):
         return float(value.item())
     raise TypeError(f"cannot convert {type(value).__name__} to a float")
+
+
+def to_floats(values: List[Any]) -> List[float]:
+    """:func:`to_float` for many values, reading all tensors in one device transfer (a log write
+    then waits on OneFlow once instead of once per logged iteration)."""
+    tensors = [i for i, v in enumerate(values) if isinstance(v, flow.Tensor)]
+    out = list(values)
+    if len(tensors) > 1:
+        try:
+            local = [values[i].to_local() if values[i].is_global else values[i] for i in tensors]
+            stacked = flow.stack([t.reshape(()) for t in local]).numpy()
+            for i, v in zip(tensors, stacked):
+                out[i] = float(v)
+        except (RuntimeError, ValueError):
+            out = list(values)  # mixed devices or dtypes: fall back to one read each
+    return [to_float(v) for v in out]
 
 
 class HistoryBuffer:
@@ -77,10 +95,10 @@ class HistoryBuffer:
         if not self._pending:
             return
         n = len(self._data)
-        for i in range(n - self._pending, n):
-            entry = self._data[i]
-            entry[0] = to_float(entry[0])
-            self._global_sum += entry[0]
+        entries = [self._data[i] for i in range(n - self._pending, n)]
+        for entry, value in zip(entries, to_floats([e[0] for e in entries])):
+            entry[0] = value
+            self._global_sum += value
         self._pending = 0
 
     # ------------------------------------------------------------------ reading

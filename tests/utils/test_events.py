@@ -523,3 +523,12 @@ def test_global_tensors_in_two_processes(tmp_path):
     assert "rank0 rejected=partial,on_rank1" in result.stdout
     assert "rank1 rejected=partial\n" in result.stdout
     assert _read_lines(out) == [{"iteration": 0, "total_loss": 3.0, "stage_value": 5.0}]
+
+
+def test_many_pending_tensors_are_read_in_one_transfer_with_the_same_values():
+    import oneflow as flow
+
+    from libai.utils.history import to_floats
+
+    values = [flow.tensor(1.5), 2, flow.tensor([3.25]), 4.0]
+    assert to_floats(values) == [1.5, 2.0, 3.25, 4.0]

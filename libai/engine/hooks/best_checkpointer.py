@@ -30,6 +30,8 @@ class BestCheckpointer(HookBase):
         self.best_iter: Optional[int] = None
 
     def _maybe_save(self) -> None:
+        if self.trainer.stop_reason is not None and not self.trainer.checkpoint_on_stop:
+            return
         latest = self.trainer.storage.latest()
         if self.val_metric not in latest:
             names = sorted(k for k in latest if k not in ("time", "data_time", "lr"))

@@ -53,6 +53,9 @@ class EvalHook(HookBase):
 
     def after_train(self) -> None:
         finished = self.trainer.iter >= self.trainer.max_iter
-        if self._eval_after_train and (finished or self.trainer.stop_reason is not None):
+        stopped = self.trainer.stop_reason is not None
+        if stopped and not self.trainer.checkpoint_on_stop:
+            return  # the weights are broken (e.g. a NaN loss): nothing worth evaluating
+        if self._eval_after_train and (finished or stopped):
             # After the loop ``iter`` counts completed iterations; the results belong to the last.
             self._do_eval(self.trainer.iter - 1)

@@ -2,7 +2,8 @@
 import datetime
 import logging
 import time
-from typing import Callable, Optional
+from collections import deque
+from typing import Callable, Deque, Optional
 
 from libai.engine.trainer import HookBase
 
@@ -10,37 +11,44 @@ logger = logging.getLogger(__name__)
 
 
 class IterationTimer(HookBase):
-    """Puts ``time`` (seconds of the last iteration, hooks after this one excluded) into the
-    event storage, and logs the total and per-iteration time when training ends.
+    """Puts ``time`` (seconds per iteration) into the event storage, and logs the total and
+    per-iteration time when training ends.
 
-    Place it first so that its ``before_step`` starts the clock before other hooks run. The
-    first ``warmup_iter`` iterations (graph compilation, allocator warm-up) are left out of the
-    reported average.
+    OneFlow runs eager work asynchronously: a step's Python code returns before its kernels
+    finish, and the wait surfaces later (when a writer reads a loss). Timing each step alone
+    would therefore look several times too fast. ``time`` is instead the wall time between the
+    ends of consecutive iterations (everything included: data, step, hooks), averaged over the
+    last ``window`` iterations, so any wait lands inside the window and the average, ETA and
+    throughput are right. The first ``warmup_iter`` iterations (graph compilation, allocator
+    warm-up) are left out of the final average.
     """
 
-    def __init__(self, warmup_iter: int = 3, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, warmup_iter: int = 3, window: int = 20,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self._warmup_iter = warmup_iter
+        self._window = max(1, int(window))
         self._clock = clock
-        self._step_start: Optional[float] = None
+        self._ends: Deque[float] = deque(maxlen=self._window + 1)
         self._train_start: Optional[float] = None
         self._timed_total = 0.0
         self._timed_iters = 0
 
     def before_train(self) -> None:
         self._train_start = self._clock()
+        self._ends.clear()
+        self._ends.append(self._train_start)
         self._timed_total = 0.0
         self._timed_iters = 0
 
-    def before_step(self) -> None:
-        self._step_start = self._clock()
-
     def after_step(self) -> None:
-        elapsed = self._clock() - self._step_start
+        now = self._clock()
         iters_done = self.trainer.iter - self.trainer.start_iter + 1
         if iters_done > self._warmup_iter:
-            self._timed_total += elapsed
+            self._timed_total += now - self._ends[-1]
             self._timed_iters += 1
-        self.trainer.storage.put_scalars(time=elapsed)
+        self._ends.append(now)
+        per_iter = (now - self._ends[0]) / (len(self._ends) - 1)
+        self.trainer.storage.put_scalar("time", per_iter, smoothing_hint=False)
 
     def after_train(self) -> None:
         if self._train_start is None:

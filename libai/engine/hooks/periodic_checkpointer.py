@@ -34,6 +34,8 @@ class PeriodicCheckpointer(HookBase):
 
     def after_step(self) -> None:
         it = self.trainer.iter
+        if self.trainer.stop_reason is not None and not self.trainer.checkpoint_on_stop:
+            return  # this iteration's weights are not to be kept (e.g. a NaN loss)
         if it + 1 >= self.trainer.max_iter:
             self.save(f"{self.file_prefix}_final", it)
         elif (it + 1) % self.period == 0:

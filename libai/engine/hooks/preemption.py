@@ -17,13 +17,15 @@ class PreemptionHandler(HookBase):
 
     A scheduler that preempts a job sends SIGTERM; Ctrl-C sends SIGINT. A second signal of the
     same kind while saving falls back to the default behaviour. In a multi-process run the flag
-    is combined across ranks each step (a one-element all-reduce), so every rank stops at the
-    same iteration even when only one received the signal.
+    is combined across ranks every ``check_period`` iterations (a one-element all-reduce, which
+    costs a synchronisation, so not every step), so every rank stops at the same iteration even
+    when only one received the signal.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self) -> None:
+    def __init__(self, check_period: int = 10) -> None:
+        self.check_period = max(1, int(check_period))
         self._received: Optional[int] = None
         self._previous: Dict[int, Any] = {}
 
@@ -43,6 +45,9 @@ class PreemptionHandler(HookBase):
     def _anyone_received(self) -> bool:
         if dist.get_world_size() == 1:
             return self._received is not None
+        it = self.trainer.iter
+        if (it + 1) % self.check_period != 0 and it + 1 < self.trainer.max_iter:
+            return False
         flag = flow.tensor([1.0 if self._received is not None else 0.0])
         everyone = flow.placement(self.trainer.layout.device_type, ranks=list(range(dist.get_world_size())))
         total = flag.to(self.trainer.layout.device).to_global(placement=everyone, sbp=flow.sbp.split(0)).sum()
