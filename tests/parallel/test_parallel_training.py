@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from libai.utils.testing import free_port, launch
+from libai.utils.testing import launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "train_script.py")
@@ -70,28 +70,6 @@ def test_baseline_eager_and_graph_agree(baseline):
 )
 def test_parallel_layout_matches_one_process(tmp_path, baseline, nproc, layout):
     _match(_run(tmp_path, nproc, *layout), baseline)
-
-
-def test_two_nodes_on_one_machine_match(tmp_path, baseline):
-    """Two launches, each a 'node' with one process, meeting at 127.0.0.1."""
-    port = free_port()
-    out = str(tmp_path)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "oneflow.distributed.launch", "--nproc_per_node", "1",
-             "--nnodes", "2", "--node_rank", str(rank), "--master_addr", "127.0.0.1",
-             "--master_port", str(port), SCRIPT, "--out-dir", out, "--dp", "2", "--modes", "eager"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        for rank in (0, 1)
-    ]
-    try:
-        outputs = [p.communicate(timeout=600)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-    assert all(p.returncode == 0 for p in procs), "\n".join(o[-2000:] for o in outputs)
-    _match(_read(out), {"eager": baseline["eager"]})
 
 
 def test_a_failing_rank_fails_the_whole_launch_instead_of_hanging(tmp_path):
