@@ -24,7 +24,7 @@ from libai.config.errors import (
     InstantiationError,
     OverrideError,
 )
-from libai.config.instantiate import instantiate, is_node
+from libai.config.instantiate import instantiate, instantiate_with, is_node
 from libai.config.lazy import LazyCall, LazyConfig
 from libai.config.paths import get_key, try_get_key
 from libai.config.targets import locate
@@ -33,6 +33,7 @@ __all__ = [
     "LazyCall",
     "LazyConfig",
     "instantiate",
+    "instantiate_with",
     "is_node",
     "configurable",
     "get_config",

@@ -182,3 +182,14 @@ def _argument_hint(target: Any, kwargs: Dict[str, Any], path: str) -> str:
     if names:
         lines.append(f"  the target accepts: {', '.join(names)}")
     return "\n".join(lines)
+
+
+def instantiate_with(node: Any, **objects: Any) -> Any:
+    """Build ``node`` with some arguments replaced by live objects (a model, an optimizer),
+    leaving the config itself untouched so it still saves as YAML: one level of the node is
+    copied into a plain dict, its children stay shared."""
+    if not hasattr(node, "keys") or "_target_" not in node:
+        raise TypeError(f"expected a LazyCall node with _target_, got {node!r}")
+    copy = {key: node[key] for key in node.keys()}
+    copy.update(objects)
+    return instantiate(copy)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import oneflow as flow
 
-from libai.config import LazyConfig, default_argument_parser, instantiate, try_get_key
+from libai.config import LazyConfig, default_argument_parser, instantiate, instantiate_with, try_get_key
 from libai.engine import hooks
 from libai.engine.graph_state import GraphOptimizerState
 from libai.engine.optimizer_step import OptimizerStep, check_supported
@@ -356,16 +356,6 @@ def _dataset_size(loader: Any) -> Optional[int]:
         return len(loader.dataset)
     except (AttributeError, TypeError):
         return None
-
-
-def instantiate_with(node: Any, **objects: Any) -> Any:
-    """Build ``node`` with some arguments replaced by live objects, leaving the config itself
-    untouched (so it still saves as YAML): one level is copied into a plain dict."""
-    if not hasattr(node, "keys") or "_target_" not in node:
-        raise TypeError(f"expected a LazyCall node with _target_, got {node!r}")
-    copy = {key: node[key] for key in node.keys()}
-    copy.update(objects)
-    return instantiate(copy)
 
 
 def _with_tokenizer(node: Any, tokenizer: Any) -> Any:

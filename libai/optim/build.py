@@ -25,7 +25,7 @@ def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
     so it can still be saved as YAML afterwards.
     """
     # Imported on use: libai.optim stays importable without the config package's dependencies.
-    from libai.config.instantiate import instantiate
+    from libai.config.instantiate import instantiate_with
 
     if not isinstance(cfg, Mapping):
         raise TypeError(
@@ -49,12 +49,4 @@ def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
             f"optim.params must be a LazyCall node (of get_default_optimizer_params or a "
             f"function taking model=...), got {params!r}"
         )
-    node = _shallow(cfg)
-    node["params"] = _shallow(params)
-    node["params"]["model"] = model
-    return instantiate(node)
-
-
-def _shallow(node: Any) -> Dict[str, Any]:
-    """A plain-dict copy of one level of a (Dict)Config node; children stay as they are."""
-    return {key: node[key] for key in node.keys()}
+    return instantiate_with(cfg, params=instantiate_with(params, model=model))
