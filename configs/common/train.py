@@ -48,8 +48,9 @@ train = dict(
         custom_pipeline_stage_id=None,  # optional explicit stage of every layer
         device_type=None,  # "cuda" or "cpu"; None = what the machine has
     ),
-    seed=1234,  # base random seed (each rank derives its own)
-    ema=dict(enabled=False, decay=0.9999),  # keep an exponential moving average of the weights
+    seed=1234,  # random seed; every rank uses the same one (parallel runs start from identical weights)
+    # exponential moving average of the weights; `enable`/`decay_rate` are the TrainFramework spellings
+    ema=dict(enabled=False, decay=0.9999, enable=None, decay_rate=None),
     nan_check=dict(enabled=True, action="stop"),  # on a NaN/inf loss: "stop" or "skip" the step
     early_stopping=dict(enabled=False, patience=5),  # stop after `patience` evals without gain
 )

@@ -7,6 +7,7 @@ hooks. Every piece comes from an overridable ``build_*`` method. ``main(args)`` 
 command-line program: ``tools/train_net.py`` and every project call it.
 """
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -174,12 +175,15 @@ class DefaultTrainer(TrainerBase):
         )
 
     def build_hooks(self) -> List[hooks.HookBase]:
-        """The hooks, in this order: timer → LR → checkpoint → eval → best → writers."""
+        """The hooks, in this order: timer → LR → NaN check → EMA → preemption → checkpoint →
+        eval → best → early stopping → writers."""
         cfg = self.cfg.train
         ev = cfg.evaluation
         result: List[Optional[hooks.HookBase]] = [
             hooks.IterationTimer(),
             hooks.LRScheduler(),
+            hooks.NaNLossHook.from_config(cfg.nan_check, graph_enabled=bool(self.cfg.graph.enabled)),
+            hooks.EMAHook.from_config(self.model, cfg.ema),
             hooks.PreemptionHandler(),
             hooks.PeriodicCheckpointer(self.checkpointer, cfg.checkpointer.period,
                                        max_to_keep=cfg.checkpointer.max_to_keep),
@@ -259,7 +263,9 @@ class DefaultTrainer(TrainerBase):
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self) -> Mapping[str, Any]:
         model = self.graph_eval if self.graph_eval is not None else self.model
-        results = self.test(self.cfg, self.test_loader, model, layout=self.layout)
+        ema = self.get_hook("EMAHook")
+        with ema.evaluation_context() if ema is not None else contextlib.nullcontext():
+            results = self.test(self.cfg, self.test_loader, model, layout=self.layout)
         self.model.train()
         return results
 

@@ -18,7 +18,7 @@ from typing import Any, ContextManager, List, Optional, Tuple
 
 import oneflow as flow
 
-__all__ = ["OptimizerStep", "DynamicLossScaler", "check_supported"]
+__all__ = ["OptimizerStep", "DynamicLossScaler", "check_supported", "all_finite"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +158,21 @@ def clip_grad_norm_global(params: List[flow.Tensor], max_norm: float, norm_type:
     return total
 
 
+def all_finite(tensors: List[flow.Tensor]) -> bool:
+    """Whether every tensor holds only finite values, the same answer on every rank.
+
+    The per-tensor flags are combined on the device per placement and read once per placement
+    (one host sync without pipeline parallelism).
+    """
+    flags: dict = {}
+    for t in tensors:
+        ok = flow.isfinite(t).all()
+        key = _placement_key(t)
+        flags[key] = ok if key not in flags else flow.logical_and(flags[key], ok)
+    everyone = [_to_everyone(f) for f in flags.values()]
+    return all([bool((f.to_local() if f.is_global else f).item()) for f in everyone])
+
+
 def _group_options(group: Any) -> dict:
     """A param group's options, whether OneFlow's ``ParamGroup`` or a plain dict."""
     return dict(group.options) if hasattr(group, "options") else dict(group)
@@ -172,11 +187,14 @@ class OptimizerStep:
         grad_acc_steps: micro-batches per update; each micro-batch loss is divided by it.
         amp: mixed precision (fp16 on CUDA; reported and ignored on the CPU).
         device_type: ``"cuda"`` or ``"cpu"``, from the layout.
+        skip_nonfinite: before updating, check that the step's loss and gradients are finite
+            and skip the update (weights and optimizer state unchanged) when they are not
+            (``train.nan_check.action="skip"``; one host sync per step).
     """
 
     def __init__(self, optimizer: flow.optim.Optimizer, grad_acc_steps: int = 1,
                  amp: bool = False, device_type: str = "cpu",
-                 loss_scaler: Optional[DynamicLossScaler] = None) -> None:
+                 loss_scaler: Optional[DynamicLossScaler] = None, skip_nonfinite: bool = False) -> None:
         if int(grad_acc_steps) < 1:
             raise ValueError(f"grad_acc_steps must be >= 1, got {grad_acc_steps}")
         self.optimizer = optimizer
@@ -186,6 +204,9 @@ class OptimizerStep:
         self.amp_active = self.amp and device_type == "cuda"
         self.loss_scaler = loss_scaler or (DynamicLossScaler() if self.amp_active else None)
         self.skipped_steps = 0
+        self.skip_nonfinite = bool(skip_nonfinite)
+        self.nonfinite_steps = 0
+        self._step_loss: Optional[flow.Tensor] = None
 
     @property
     def clips_gradients(self) -> bool:
@@ -225,6 +246,9 @@ class OptimizerStep:
 
     def backward(self, loss: flow.Tensor) -> None:
         """Backward of one micro-batch's loss, averaged over the accumulation steps."""
+        if self.skip_nonfinite:
+            d = loss.detach()
+            self._step_loss = d if self._step_loss is None else self._step_loss + d
         if self.grad_acc_steps > 1:
             loss = loss / self.grad_acc_steps
         if self.loss_scaler is not None:
@@ -232,24 +256,35 @@ class OptimizerStep:
         loss.backward()
 
     def step(self) -> bool:
-        """Apply the update (unscale, overflow check, clip, step, zero grads).
+        """Apply the update (unscale, overflow check, non-finite check, clip, step, zero grads).
 
-        Returns False when the step was skipped because gradients overflowed.
+        Returns False when the step was skipped: gradients overflowed (AMP), or with
+        ``skip_nonfinite`` the loss or a gradient was NaN/inf.
         """
         take_step = True
         if self.loss_scaler is not None:
             take_step = self.loss_scaler.unscale_and_check(self._params())
             self.loss_scaler.update(take_step)
+            if not take_step:
+                self.skipped_steps += 1
+                logger.warning(f"AMP: gradients overflowed, step skipped (loss scale now {self.loss_scaler.scale:g})")
+        if take_step and self.skip_nonfinite and not self._loss_and_grads_finite():
+            take_step = False
+            self.nonfinite_steps += 1
+            logger.info(f"Non-finite loss or gradients: update skipped ({self.nonfinite_steps} so far)")
+        self._step_loss = None
         if take_step:
             clip = self.clip_setting()
             if clip is not None:
                 clip_grad_norm_global(self._params(), *clip)
             self.optimizer.step()
-        else:
-            self.skipped_steps += 1
-            logger.warning(f"AMP: gradients overflowed, step skipped (loss scale now {self.loss_scaler.scale:g})")
         self.optimizer.zero_grad()
         return take_step
+
+    def _loss_and_grads_finite(self) -> bool:
+        grads = [p.grad for p in self._params() if p.grad is not None]
+        loss = [] if self._step_loss is None else [self._step_loss]
+        return all_finite(loss + grads)
 
     # ------------------------------------------------------------------ graph
     def configure_graph(self, graph: flow.nn.Graph, lr_scheduler: Any = None,
@@ -281,12 +316,13 @@ class OptimizerStep:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        state = {"skipped_steps": self.skipped_steps}
+        state = {"skipped_steps": self.skipped_steps, "nonfinite_steps": self.nonfinite_steps}
         if self.loss_scaler is not None:
             state["loss_scaler"] = self.loss_scaler.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
         self.skipped_steps = int(state.get("skipped_steps", 0))
+        self.nonfinite_steps = int(state.get("nonfinite_steps", 0))
         if self.loss_scaler is not None and "loss_scaler" in state:
             self.loss_scaler.load_state_dict(state["loss_scaler"])

@@ -3,9 +3,11 @@
 user hooks by name)."""
 from libai.engine.hooks.best_checkpointer import BestCheckpointer
 from libai.engine.hooks.early_stopping import EarlyStopping
+from libai.engine.hooks.ema import EMAHook
 from libai.engine.hooks.eval_hook import EvalHook
 from libai.engine.hooks.iteration_timer import IterationTimer
 from libai.engine.hooks.lr_scheduler import LRScheduler
+from libai.engine.hooks.nan_check import NaNLossHook
 from libai.engine.hooks.periodic_checkpointer import PeriodicCheckpointer
 from libai.engine.hooks.periodic_writer import PeriodicWriter
 from libai.engine.hooks.preemption import PreemptionHandler
@@ -21,4 +23,6 @@ __all__ = [
     "EarlyStopping",
     "PeriodicWriter",
     "PreemptionHandler",
+    "EMAHook",
+    "NaNLossHook",
 ]

@@ -9,7 +9,7 @@ parameters. The update after step ``t`` (``t`` = updates already made, from 0) i
     ema = d_t * ema + (1 - d_t) * param
 
 The warm-up keeps the first averages close to the trained weights instead of to the random
-initial ones (``d_0 = 0.1``, ``d_10 ≈ 0.58``, ``d_100 ≈ 0.92``), which matters for short runs or
+initial ones (``d_0 = 0.1``, ``d_10 = 0.55``, ``d_100 ≈ 0.92``), which matters for short runs or
 a ``decay`` near 1. Buffers (e.g. BatchNorm statistics, which are averages already) are not
 averaged: their current values are copied, so the EMA state is a complete ``state_dict`` of
 the model that ``model.load_state_dict`` accepts.
@@ -67,17 +67,18 @@ class EMAHook(HookBase):
         """The hook described by ``train.ema``, or None when it is disabled.
 
         Reads ``enabled``/``decay`` and their TrainFramework spellings ``enable``/``decay_rate``.
-        An alias, when present, wins: after the config is merged with the defaults the libai
-        key is always there, so only the alias can tell what the user wrote. Other keys
+        An alias set to a value (not None) wins: after the config is merged with the defaults the
+        libai key is always there, so only the alias can tell what the user wrote. Other keys
         (``warmup``, ``eval_with_ema``) are passed through when present.
         """
-        keys = set(ema_cfg.keys())
-        enabled = ema_cfg["enable"] if "enable" in keys else ema_cfg.get("enabled")
-        if not enabled:
+        def setting(alias: str) -> Any:
+            value = ema_cfg.get(alias)
+            return ema_cfg.get(EMA_CONFIG_ALIASES[alias]) if value is None else value
+
+        if not setting("enable"):
             return None
-        decay = ema_cfg["decay_rate"] if "decay_rate" in keys else ema_cfg.get("decay")
-        options = {k: ema_cfg[k] for k in ("warmup", "eval_with_ema") if k in keys}
-        return cls(model, decay=decay, **options)
+        options = {k: ema_cfg[k] for k in ("warmup", "eval_with_ema") if k in ema_cfg}
+        return cls(model, decay=setting("decay_rate"), **options)
 
     # ------------------------------------------------------------------ the average
     def current_decay(self) -> float:
