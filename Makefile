@@ -16,7 +16,7 @@ quickstart: setup data/mnist/train-images-idx3-ubyte
 	$(PY) tools/train_net.py --config-file projects/MNIST/configs/config.py train.output_dir=$(OUT)
 
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	bash tools/run_tests.sh $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -51,6 +51,8 @@ train = dict(
     seed=1234,  # random seed; every rank uses the same one (parallel runs start from identical weights)
     # exponential moving average of the weights; `enable`/`decay_rate` are the TrainFramework spellings
     ema=dict(enabled=False, decay=0.9999, enable=None, decay_rate=None),
-    nan_check=dict(enabled=True, action="stop"),  # on a NaN/inf loss: "stop" or "skip" the step
+    # on a NaN/inf loss: "stop" or "skip" the step; the loss is read every `period` iterations
+    # (None: train.log_period) and before every checkpoint or evaluation
+    nan_check=dict(enabled=True, action="stop", period=None),
     early_stopping=dict(enabled=False, patience=5),  # stop after `patience` evals without gain
 )

@@ -182,7 +182,9 @@ class DefaultTrainer(TrainerBase):
         result: List[Optional[hooks.HookBase]] = [
             hooks.IterationTimer(),
             hooks.LRScheduler(),
-            hooks.NaNLossHook.from_config(cfg.nan_check, graph_enabled=bool(self.cfg.graph.enabled)),
+            hooks.NaNLossHook.from_config(
+                {**cfg.nan_check, "period": cfg.nan_check.period or cfg.log_period},
+                graph_enabled=bool(self.cfg.graph.enabled)),
             hooks.EMAHook.from_config(self.model, cfg.ema),
             hooks.PreemptionHandler(),
             hooks.PeriodicCheckpointer(self.checkpointer, cfg.checkpointer.period,

@@ -1,9 +1,10 @@
 """Helpers for tests that launch several OneFlow processes on one machine."""
 import os
+import signal
 import socket
 import subprocess
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 
 def free_port() -> int:
@@ -50,3 +51,19 @@ def launch(
         proc.communicate()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
+
+
+def run_retrying_segfaults(cmd: Sequence[str], retries: int = 1, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, **kwargs)``, run again (up to ``retries`` times) only when the
+    process died of SIGSEGV.
+
+    OneFlow 0.9 occasionally segfaults in Graph mode (seen about once in 20–60 graph builds on
+    a loaded 2-core machine, in code with no libai frames); a test of *our* behaviour should not
+    fail on that. Any other failure, including a wrong result or a Python exception, is returned
+    at once.
+    """
+    proc = subprocess.run(list(cmd), **kwargs)
+    while proc.returncode == -signal.SIGSEGV and retries > 0:
+        retries -= 1
+        proc = subprocess.run(list(cmd), **kwargs)
+    return proc

@@ -8,8 +8,9 @@ computation, the hook order against the page's table).
 """
 import os
 import re
-import subprocess
 import sys
+
+from libai.utils.testing import run_retrying_segfaults
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO_ROOT, "docs", "hooks_and_trainers.md")
@@ -75,7 +76,7 @@ def test_hooks_page_examples_run_and_print_what_the_page_shows(tmp_path):
     assert len(code) >= 7 and len(expected) >= 8, "the page lost its examples"
     script = tmp_path / "hooks_examples.py"
     script.write_text("\n".join(code) + CHECKS)
-    proc = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True,
+    proc = run_retrying_segfaults([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO_ROOT})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     out = proc.stdout

@@ -76,3 +76,17 @@ def test_a_clean_early_stop_is_saved_under_its_last_iteration():
     trainer.register_hooks([Stop(), hooks.PeriodicCheckpointer(ckpt, period=3)])
     trainer.train(0, 10)
     assert ckpt.saved == ["model_0000002", "model_0000004"]
+
+
+def test_the_nan_check_runs_on_its_period_and_before_every_checkpoint():
+    checked = []
+
+    class Probe(hooks.NaNLossHook):
+        def _check_losses(self):
+            checked.append(self.trainer.iter + 1)
+
+    ckpt = FakeCheckpointer()
+    trainer = Nothing()
+    trainer.register_hooks([Probe(period=10), hooks.PeriodicCheckpointer(ckpt, period=4)])
+    trainer.train(0, 22)
+    assert checked == [4, 8, 10, 12, 16, 20, 22]

@@ -7,10 +7,11 @@ is output the page promises: each of its non-empty lines must be printed, in the
 """
 import os
 import re
-import subprocess
 import sys
 
 import pytest
+
+from libai.utils.testing import run_retrying_segfaults
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(REPO_ROOT, "docs", "techniques")
@@ -45,7 +46,7 @@ def test_page_examples_run_and_print_what_the_page_shows(page, tmp_path):
     assert code and expected, f"docs/techniques/{page}.md lost its examples"
     script = tmp_path / f"{page}_examples.py"
     script.write_text(code)
-    proc = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True,
+    proc = run_retrying_segfaults([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO_ROOT})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     position = 0

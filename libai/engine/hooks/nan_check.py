@@ -43,9 +43,9 @@ class NaNLossHook(HookBase):
         action: ``"stop"`` or ``"skip"`` (see the module docstring).
         period: with ``"stop"``, check every ``period`` iterations (and after the last one).
             Reading the loss waits for the device, so a larger period saves a sync per step;
-            every loss since the previous check is examined, but weights saved by a checkpoint
-            between a NaN and its check are not protected: use a period that divides
-            ``train.checkpointer.period``. ``"skip"`` checks every step regardless.
+            every loss since the previous check is examined, and a check also runs on every
+            iteration where a checkpoint is saved or an evaluation runs, so a NaN is never
+            saved. ``"skip"`` checks every step regardless.
         max_consecutive_skips: with ``"skip"``, stop (saving the unchanged weights) after this
             many skipped steps in a row: a loss that stays non-finite is not a passing glitch.
         graph_enabled: the run's mode, when known at construction: an impossible combination
@@ -75,7 +75,8 @@ class NaNLossHook(HookBase):
         """The hook described by ``train.nan_check`` (None when disabled)."""
         if not nan_cfg.get("enabled"):
             return None
-        options = {k: nan_cfg[k] for k in ("period", "max_consecutive_skips") if k in nan_cfg}
+        options = {k: nan_cfg[k] for k in ("period", "max_consecutive_skips")
+                   if nan_cfg.get(k) is not None}
         return cls(action=nan_cfg.get("action") or "stop", graph_enabled=graph_enabled, **options)
 
     # ------------------------------------------------------------------ set-up
@@ -105,9 +106,22 @@ class NaNLossHook(HookBase):
         if self.action == "skip":
             self._report_skip()
             return
-        it = self.trainer.iter
-        if (it + 1) % self.period == 0 or it + 1 >= self.trainer.max_iter:
+        if self._must_check(self.trainer.iter + 1):
             self._check_losses()
+
+    def _must_check(self, done: int) -> bool:
+        """Every ``period`` iterations, at the end, and before anything keeps the weights of this
+        iteration (a periodic checkpoint, an evaluation that may save ``model_best``), so a NaN
+        is never saved however long the period. Reading the losses is a device sync, which is
+        why it is not done every step by default."""
+        if done % self.period == 0 or done >= self.trainer.max_iter:
+            return True
+        for name, attr in (("PeriodicCheckpointer", "period"), ("EvalHook", "_period")):
+            hook = self.trainer.get_hook(name)
+            every = getattr(hook, attr, 0) if hook is not None else 0
+            if every and done % every == 0:
+                return True
+        return False
 
     def _loss_history(self) -> Any:
         storage = self.trainer.storage
