@@ -23,6 +23,7 @@ from libai.config.errors import (
     ConfigLoadError,
     InstantiationError,
     OverrideError,
+    OverrideKeyError,
 )
 from libai.config.instantiate import instantiate, instantiate_with, is_node
 from libai.config.lazy import LazyCall, LazyConfig
@@ -54,4 +55,5 @@ __all__ = [
     "ConfigLoadError",
     "InstantiationError",
     "OverrideError",
+    "OverrideKeyError",
 ]

@@ -6,9 +6,25 @@ here: they belong to ``python -m oneflow.distributed.launch``, which sets the en
 process reads.
 """
 import argparse
-from typing import Optional
+from typing import Any, Optional, Sequence
 
-__all__ = ["default_argument_parser"]
+__all__ = ["default_argument_parser", "OverridesArgumentParser"]
+
+
+class OverridesArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose flags may come before, between or after the overrides.
+
+    People add ``--resume`` at the end of a long command line they already have
+    (``... train.train_iter=100 --resume``); a parser that stops at the first override would
+    read the flag as a malformed override. ``parse_args`` therefore parses intermixed
+    arguments: every ``--flag`` is recognised wherever it is, and the ``key=value`` overrides
+    keep their order.
+    """
+
+    def parse_args(  # type: ignore[override]
+        self, args: Optional[Sequence[str]] = None, namespace: Any = None
+    ) -> argparse.Namespace:
+        return self.parse_intermixed_args(args, namespace)
 
 _EXAMPLES = """\
 examples:
@@ -48,8 +64,9 @@ def default_argument_parser(
     Returns:
         A parser whose result has ``config_file``, ``resume``, ``eval_only``, ``fast_dev_run``
         and ``opts`` (the list of ``key=value`` overrides, for ``LazyConfig.apply_overrides``).
+        Flags are recognised anywhere on the line, also after the overrides.
     """
-    parser = argparse.ArgumentParser(
+    parser = OverridesArgumentParser(
         description="Train or evaluate a model described by a libai config file.",
         epilog=_EXAMPLES if epilog is None else epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -73,8 +90,9 @@ def default_argument_parser(
         "that a config works end to end",
     )
     parser.add_argument(
-        "opts", nargs=argparse.REMAINDER, default=[], metavar="KEY=VALUE",
+        "opts", nargs="*", default=[], metavar="KEY=VALUE",
         help="config overrides applied after loading the file, e.g. train.train_iter=100 "
-        "(values are Python literals; quote strings containing spaces)",
+        "(values are Python literals; quote strings containing spaces); flags may come "
+        "before or after them",
     )
     return parser

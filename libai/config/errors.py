@@ -31,6 +31,15 @@ class OverrideError(ConfigError, ValueError):
     """A command-line override that is malformed or names a key it may not touch."""
 
 
+class OverrideKeyError(OverrideError, ConfigKeyError):
+    """An override whose key path is not in the config (a typo, or a path through a value
+    that is not a dict or list).
+
+    Also a ``KeyError``, as code written for LiBai expects of a bad override key; the message
+    names the closest existing paths.
+    """
+
+
 class InstantiationError(ConfigError):
     """Building a config node failed; the message names the key path and the target.
 

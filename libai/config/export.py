@@ -37,7 +37,7 @@ def _serialize(value: Any, path: str, problems: List[str]) -> Any:
         out = {}
         for key, child in value.items():
             child_path = join_path(path, key)
-            if key == TARGET_KEY and not isinstance(child, str):
+            if key == TARGET_KEY and not isinstance(child, (str, Mapping)):  # a node target nests
                 name = target_to_string(child)
                 if name is None:
                     problems.append(child_path)

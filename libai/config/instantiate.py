@@ -3,7 +3,13 @@
 A node is a mapping with a ``_target_`` (a class, a function or a dotted import string) and
 keyword arguments. Building is recursive and children come first, so a node's arguments are
 already-built objects when its target is called. Everything else passes through: plain dicts
-and lists come back as plain dicts and lists with the nodes inside them built.
+and lists come back as plain dicts and lists with the nodes inside them built (tuples, named
+tuples included, keep their type).
+
+Two keys of a node are not arguments. ``_target_`` may itself be a node, built first to obtain
+the callable (a factory that returns a class or a function). ``_recursive_: False`` (in the node,
+or ``instantiate(node, _recursive_=False)``) hands the node's arguments to the target as they are,
+nested nodes unbuilt, for a target that builds them itself.
 
 Errors say *where*: a failure anywhere names the key path of the failing node (counted from the
 config root when the node came from one, e.g. ``dataloader.train.dataset[0]``) and its target,
@@ -21,9 +27,11 @@ from libai.config.errors import InstantiationError
 from libai.config.paths import join_path
 from libai.config.targets import describe_target, locate
 
-__all__ = ["instantiate", "is_node"]
+__all__ = ["instantiate", "instantiate_with", "is_node"]
 
 TARGET_KEY = "_target_"
+RECURSIVE_KEY = "_recursive_"
+_SPECIAL_KEYS = (TARGET_KEY, RECURSIVE_KEY)
 
 
 def is_node(obj: Any) -> bool:
@@ -31,12 +39,15 @@ def is_node(obj: Any) -> bool:
     return isinstance(obj, (Mapping, DictConfig)) and TARGET_KEY in obj
 
 
-def instantiate(cfg: Any) -> Any:
+def instantiate(cfg: Any, **kwargs: Any) -> Any:
     """Build every node in ``cfg`` and return the result.
 
     Args:
         cfg: a node (``LazyCall(...)(...)`` or any mapping with ``_target_``), or a dict/list
             (DictConfig, ListConfig or plain) that may contain nodes, or any other value.
+        kwargs: for a node, arguments that replace (or add to) the node's own for this call
+            only, the config is left untouched (see :func:`instantiate_with`); and
+            ``_recursive_=False`` to pass the node's arguments to its target unbuilt.
 
     Returns:
         The target's return value for a node; a plain ``dict``/``list`` (tuples stay tuples)
@@ -46,7 +57,23 @@ def instantiate(cfg: Any) -> Any:
         InstantiationError: a target could not be imported or raised; the message names the
             key path and the target, and ``__cause__`` is the original exception.
     """
-    return _build(cfg, _node_path(cfg))
+    recursive = kwargs.pop(RECURSIVE_KEY, True)
+    _check_recursive_flag(recursive, "instantiate(_recursive_=...)")
+    if kwargs:
+        if not is_node(cfg):
+            raise TypeError(
+                f"instantiate(cfg, **arguments) replaces arguments of a node; {type(cfg).__name__} "
+                f"without a '{TARGET_KEY}' has none (got {sorted(kwargs)})"
+            )
+        copy = {key: cfg[key] for key in cfg.keys()}
+        copy.update(kwargs)
+        return _build(copy, _node_path(cfg), recursive)
+    return _build(cfg, _node_path(cfg), recursive)
+
+
+def _check_recursive_flag(value: Any, where: str) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{where} must be True or False, got {value!r}")
 
 
 def _node_path(node: Any) -> str:
@@ -84,18 +111,22 @@ def _child(node: Any, key: Any, path: str) -> Any:
         ) from error
 
 
-def _build(node: Any, path: str) -> Any:
+def _build(node: Any, path: str, recursive: bool = True) -> Any:
     if isinstance(node, (Mapping, DictConfig)):
         if TARGET_KEY in node:
-            return _call(node, path)
+            return _call(node, path, recursive)
         return {key: _build(_child(node, key, path), join_path(path, key)) for key in node.keys()}
     if isinstance(node, (list, tuple, ListConfig)):
         built = [_build(_child(node, i, path), join_path(path, i)) for i in range(len(node))]
+        if isinstance(node, tuple) and hasattr(type(node), "_fields"):
+            return type(node)(*built)  # a named tuple keeps its type
         return tuple(built) if isinstance(node, tuple) else built
     return node
 
 
 def _resolve_target(spec: Any, path: str) -> Any:
+    if is_node(spec):  # a lazy target: the node builds the callable
+        spec = _build(spec, join_path(path, TARGET_KEY))
     if isinstance(spec, str):
         try:
             spec = locate(spec)
@@ -117,12 +148,22 @@ def _resolve_target(spec: Any, path: str) -> Any:
     return spec
 
 
-def _call(node: Any, path: str) -> Any:
-    name = describe_target(_child(node, TARGET_KEY, path))
+def _target_name(spec: Any) -> str:
+    if is_node(spec):
+        return f"{_target_name(spec[TARGET_KEY])}(...)"
+    return describe_target(spec)
+
+
+def _call(node: Any, path: str, recursive: bool = True) -> Any:
+    name = _target_name(_child(node, TARGET_KEY, path))
+    if RECURSIVE_KEY in node:
+        recursive = _child(node, RECURSIVE_KEY, path)
+        _check_recursive_flag(recursive, f"{RECURSIVE_KEY} of {_where(path)}")
     kwargs = {
-        key: _build(_child(node, key, path), join_path(path, key))
+        key: _build(_child(node, key, path), join_path(path, key)) if recursive
+        else _child(node, key, path)
         for key in node.keys()
-        if key != TARGET_KEY
+        if key not in _SPECIAL_KEYS
     }
     non_str = [key for key in kwargs if not isinstance(key, str)]
     if non_str:
@@ -188,8 +229,6 @@ def instantiate_with(node: Any, **objects: Any) -> Any:
     """Build ``node`` with some arguments replaced by live objects (a model, an optimizer),
     leaving the config itself untouched so it still saves as YAML: one level of the node is
     copied into a plain dict, its children stay shared."""
-    if not hasattr(node, "keys") or "_target_" not in node:
+    if not is_node(node):
         raise TypeError(f"expected a LazyCall node with _target_, got {node!r}")
-    copy = {key: node[key] for key in node.keys()}
-    copy.update(objects)
-    return instantiate(copy)
+    return instantiate(node, **objects)

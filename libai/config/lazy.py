@@ -6,12 +6,13 @@ until :func:`~libai.config.instantiate` finally builds it. :class:`LazyConfig` r
 overrides, prints and compares whole configs made of such nodes and plain values.
 """
 import dataclasses
+import inspect
 import json
 import os
 from collections.abc import Mapping
 from typing import Any, List, Sequence, Union
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from libai.config.diff import ConfigChange, diff_configs
 from libai.config.errors import ConfigError, ConfigKeyError, ConfigLoadError
@@ -20,6 +21,7 @@ from libai.config.instantiate import TARGET_KEY
 from libai.config.loader import CONFIG_FLAGS, load_python_config
 from libai.config.overrides import apply_overrides
 from libai.config.paths import closest_paths
+from libai.config.readable import to_readable_py
 from libai.config.targets import target_to_string
 
 __all__ = ["LazyCall", "LazyConfig"]
@@ -59,6 +61,8 @@ class LazyCall:
     Args:
         target: a class, a function, or a dotted import string (``"libai.scheduler.WarmupCosineLR"``);
             a string keeps the config loadable even before that module exists or is importable.
+            A node (``LazyCall(make_class)(...)``) is also accepted: ``instantiate`` builds it
+            first and calls what it returns.
     """
 
     def __init__(self, target: Any) -> None:
@@ -69,10 +73,15 @@ class LazyCall:
                     f"LazyCall target {target!r} is not a dotted import path; write it like "
                     f"'package.module.ClassName'"
                 )
-        elif not callable(target):
+        elif isinstance(target, Mapping) and TARGET_KEY not in target:
             raise TypeError(
-                f"LazyCall target must be a class, a function or a dotted string, got {target!r} "
-                f"of type {type(target).__name__}"
+                f"LazyCall target {target!r} is a dict without '{TARGET_KEY}'; a dict target must "
+                f"be a node that builds the callable (LazyCall(factory)(...))"
+            )
+        elif not callable(target) and not isinstance(target, Mapping):
+            raise TypeError(
+                f"LazyCall target must be a class, a function, a dotted string or a node that "
+                f"builds one, got {target!r} of type {type(target).__name__}"
             )
         self._target = _storable(target)
 
@@ -103,6 +112,11 @@ def _select(cfg: DictConfig, keys: Union[str, Sequence[str]], path: str) -> Any:
     return values[0] if isinstance(keys, str) else values
 
 
+def _is_container(value: Any) -> bool:
+    """Whether a top-level value of a Python config file is part of the config (see load)."""
+    return isinstance(value, (Mapping, list, tuple, ListConfig))
+
+
 def _load_data_file(path: str) -> Any:
     suffix = os.path.splitext(path)[1].lower()
     if suffix in (".yaml", ".yml"):
@@ -129,8 +143,10 @@ class LazyConfig:
         """Load a config file: ``.py``, ``.yaml``/``.yml``, ``.json``, or a ``.pkl`` from :meth:`save`.
 
         A ``.py`` file is run as Python (see :mod:`libai.config.loader` for how its imports
-        resolve); its public config values (dicts, nodes, lists, numbers, strings) form the
-        config, and its modules, functions and classes are left out.
+        resolve); its public dicts, nodes and lists form the config. Its modules, functions and
+        classes are left out, and so are top-level numbers and strings: those are the file's
+        own constants (``hidden = 768`` used further down), and keeping them would offer
+        overrides that change nothing. ``keys=`` can still fetch any public value by name.
 
         Args:
             path: the config file.
@@ -158,6 +174,8 @@ class LazyConfig:
         if isinstance(content, DictConfig):  # a pickled config
             content = OmegaConf.to_container(content, resolve=False)
         if isinstance(content, Mapping):
+            if keys is None and path.endswith(".py"):
+                content = {k: v for k, v in content.items() if _is_container(v)}
             cfg = DictConfig(dict(content), flags=CONFIG_FLAGS)
         else:
             raise ConfigLoadError(
@@ -166,6 +184,29 @@ class LazyConfig:
                 f"the top level must map names to values, got {type(content).__name__}",
             )
         return cfg if keys is None else _select(cfg, keys, path)
+
+    @staticmethod
+    def load_rel(path: str, keys: Union[None, str, Sequence[str]] = None) -> Any:
+        """:meth:`load` with ``path`` taken relative to the config file that calls it.
+
+        For a config file whose name is not an identifier (``base-1.5b.py``) and so cannot be
+        imported with ``from .base import ...``. Each call is a fresh load, so the values it
+        returns are unaffected by edits other config files made to the same file's values.
+
+        Raises:
+            ConfigError: not called from a file (an interactive session has no "relative to").
+        """
+        caller = inspect.currentframe()
+        caller = caller.f_back if caller is not None else None
+        caller_file = caller.f_globals.get("__file__") if caller is not None else None
+        if not caller_file or not os.path.isfile(caller_file):
+            caller_file = caller.f_code.co_filename if caller is not None else ""
+        if not caller_file or not os.path.isfile(caller_file):
+            raise ConfigError(
+                f"LazyConfig.load_rel({path!r}) must be called from a config file; elsewhere "
+                f"use LazyConfig.load with a path"
+            )
+        return LazyConfig.load(os.path.join(os.path.dirname(caller_file), path), keys)
 
     @staticmethod
     def save(cfg: Any, path: str) -> List[str]:
@@ -187,9 +228,18 @@ class LazyConfig:
         return apply_overrides(cfg, overrides)
 
     @staticmethod
-    def to_py(cfg: Any, prefix: str = "cfg.") -> str:
-        """Readable Python source for ``cfg``; with ``prefix=""`` it is a loadable config file."""
-        return to_py(cfg, prefix=prefix)
+    def to_py(cfg: Any, prefix: str = "cfg.", loadable: bool = False) -> str:
+        """``cfg`` as Python source.
+
+        By default, for reading (LiBai's form, see :mod:`libai.config.readable`): one
+        ``cfg.<dotted key> = value`` line per setting, nodes shown as the calls they make.
+        With ``loadable=True``, a config file instead: one ``<prefix><name> = ...`` statement
+        per top-level name, nodes as ``LazyCall("dotted.Target")(...)``; with ``prefix=""``
+        :meth:`load` reads it back to an equal config (see :mod:`libai.config.export`).
+        """
+        if loadable:
+            return to_py(cfg, prefix=prefix)
+        return to_readable_py(cfg, prefix=prefix)
 
     @staticmethod
     def diff(old: Any, new: Any) -> List[ConfigChange]:

@@ -16,7 +16,7 @@ from typing import Any, List, Sequence, Tuple
 
 from omegaconf import DictConfig, ListConfig
 
-from libai.config.errors import OverrideError
+from libai.config.errors import OverrideError, OverrideKeyError
 from libai.config.paths import closest_paths, format_path, iter_paths, lookup, split_path
 
 __all__ = ["parse_value", "parse_override", "apply_overrides"]
@@ -57,11 +57,20 @@ def _container_and_key(cfg: Any, parts: List[str], override: str) -> Tuple[Any, 
     parent = cfg
     if parent_path:
         found, parent = lookup(cfg, parent_path)
-        if not found or not isinstance(parent, (DictConfig, ListConfig, Mapping, list)):
+        if found and not isinstance(parent, (DictConfig, ListConfig, Mapping, list)):
+            raise OverrideKeyError(
+                f"Override {override!r}: '{parent_path}' is a {type(parent).__name__} "
+                f"({parent!r}), not a dict or list, so it has no key '{parts[-1]}'. "
+                f"To replace the value itself, write '{parent_path}=...'.",
+                format_path(parts),
+            )
+        if not found:
             suggestions = closest_paths(parent_path, iter_paths(cfg))
             hint = f" Did you mean {' or '.join(suggestions)}?" if suggestions else ""
-            raise OverrideError(
-                f"Override {override!r}: '{parent_path}' is not a dict or list in the config.{hint}"
+            raise OverrideKeyError(
+                f"Override {override!r}: '{parent_path}' is not a dict or list in the config.{hint}",
+                format_path(parts),
+                suggestions,
             )
     last: Any = parts[-1]
     if isinstance(parent, (ListConfig, list)):
@@ -96,9 +105,11 @@ def _apply_one(cfg: Any, override: str) -> None:
     if not adding and not exists:
         suggestions = closest_paths(key, iter_paths(cfg))
         hint = f" Did you mean {' or '.join(suggestions)}?" if suggestions else ""
-        raise OverrideError(
+        raise OverrideKeyError(
             f"Override {override!r}: key '{key}' does not exist in the config.{hint} "
-            f"To add a new key on purpose, write '+{override}'."
+            f"To add a new key on purpose, write '+{override}'.",
+            key,
+            suggestions,
         )
     if adding and isinstance(parent, (ListConfig, list)):
         raise OverrideError(f"Override {override!r}: '+' adds dict keys; lists cannot grow this way")
@@ -109,8 +120,9 @@ def apply_overrides(cfg: Any, overrides: Sequence[str]) -> Any:
     """Apply ``key=value`` overrides to ``cfg`` in order, in place; return ``cfg``.
 
     Raises:
-        OverrideError: an override is malformed, names a missing path (with suggestions), or
-            uses ``+`` on a key that exists.
+        OverrideKeyError: an override names a missing path (with suggestions); it is both an
+            ``OverrideError`` and a ``KeyError``.
+        OverrideError: an override is malformed, or uses ``+`` on a key that exists.
     """
     if isinstance(overrides, str):
         raise OverrideError(

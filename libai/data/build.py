@@ -5,10 +5,24 @@ aware batch sampler (:class:`~libai.data.samplers.CyclicSampler` for training,
 :class:`~libai.data.samplers.SingleRoundSampler` for evaluation) and wraps it in a
 ``oneflow.utils.data.DataLoader`` whose batches are :class:`~libai.data.structures.Instance`\\ s.
 
-Batch sizes are *per data-parallel rank*: the trainer fills ``train_batch_size`` with
-``train.train_micro_batch_size`` and ``test_batch_size`` with ``train.test_micro_batch_size``.
+The keywords the trainer passes (resolved values; the builders never read or change the config):
+
+* ``train_batch_size`` — samples each data-parallel rank receives in one training batch, which
+  is one optimizer step: ``train_micro_batch_size × num_accumulation_steps`` (the step runner
+  splits the batch into the micro-batches it accumulates over). It becomes the training
+  sampler's ``batch_size_per_rank``; one step consumes ``train_batch_size × data_parallel_size``
+  samples in all.
+* ``test_batch_size`` — samples each data-parallel rank receives per evaluation batch
+  (``test_micro_batch_size``); used by the test builders and by the held-out loaders that
+  ``build_nlp_train_loader`` makes from ``splits``; ignored otherwise.
+* ``seed`` — the training order (each epoch is a permutation drawn from ``seed + epoch``) and the
+  random streams of the loader workers (seeded from ``seed``, the rank and the worker id).
+* ``consumed_samples`` — samples already trained on, summed over data-parallel ranks (the resume
+  point, ``train.consumed_train_samples``): training resumes exactly after them.
+
 The data-parallel rank and size come from the current :class:`ParallelLayout` unless given;
-a one-process run without a layout is rank 0 of 1.
+a one-process run without a layout is rank 0 of 1. A worker that fails (raises, dies, or cannot
+send its batch) ends iteration with its error (:class:`CheckedDataLoader`).
 
 The train builders return ``(train_loader, None, None)``, the shape LiBai configs expect
 (the NLP one may fill the other two from ``splits``); the test builders return one loader.
@@ -25,6 +39,7 @@ from oneflow.utils.data._utils.collate import default_collate as _flow_default_c
 from libai.data.mixup import mix_batch
 from libai.data.samplers import CyclicSampler, SingleRoundSampler
 from libai.data.structures import Instance
+from libai.data.worker_failures import explain_worker_exit, reporting_context
 from libai.utils import distributed as dist
 
 __all__ = [
@@ -130,37 +145,61 @@ class _WorkerSeeder:
         flow.manual_seed(value)
 
 
-class MixupDataLoader(DataLoader):
-    """A DataLoader that applies ``mixup_func`` to every batch in the main process.
+class CheckedDataLoader(DataLoader):
+    """A DataLoader whose worker failures end the epoch with an error that names the worker.
 
-    Mixing after the workers keeps its randomness in one seeded generator whatever
-    ``num_workers`` is (see :func:`libai.data.mixup.mix_batch`).
+    Its iterator re-raises what a worker raised (OneFlow does that) and also the two failures
+    OneFlow leaves vague or silent: a batch the worker could not send (it would wait forever)
+    and a worker killed by a signal (see :mod:`libai.data.worker_failures`). ``mixup_func``,
+    when given, is applied to every batch in the main process (:func:`libai.data.mixup.mix_batch`),
+    so its randomness stays in one seeded generator whatever ``num_workers`` is.
     """
 
-    def __init__(self, *args: Any, mixup_func: Callable[..., Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, mixup_func: Optional[Callable[..., Any]] = None, **kwargs: Any) -> None:
+        if kwargs.get("num_workers", 0) > 0 and kwargs.get("multiprocessing_context") is None:
+            kwargs["multiprocessing_context"] = reporting_context()
         super().__init__(*args, **kwargs)
         self.mixup_func = mixup_func
 
     def __iter__(self) -> Iterator[Any]:
-        return _MixingIterator(super().__iter__(), self.mixup_func)
+        return _CheckedIterator(super().__iter__(), self.mixup_func)
 
 
-class _MixingIterator:
+class MixupDataLoader(CheckedDataLoader):
+    """A :class:`CheckedDataLoader` that always mixes (``mixup_func`` is required)."""
+
+    def __init__(self, *args: Any, mixup_func: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(*args, mixup_func=mixup_func, **kwargs)
+
+
+class _CheckedIterator:
     """Wraps the loader's own iterator (a plain iterator, not a generator, so that dropping it
     early shuts the workers down through the wrapped iterator's normal path)."""
 
-    def __init__(self, inner: Any, mixup_func: Callable[..., Any]) -> None:
+    def __init__(self, inner: Any, mixup_func: Optional[Callable[..., Any]]) -> None:
         self._inner = inner
         self._mixup_func = mixup_func
 
-    def __iter__(self) -> "_MixingIterator":
+    def __iter__(self) -> "_CheckedIterator":
         return self
 
     def __next__(self) -> Any:
-        return mix_batch(next(self._inner), self._mixup_func)
+        try:
+            batch = next(self._inner)
+        except RuntimeError as error:
+            clearer = explain_worker_exit(error, self._inner)
+            if clearer is None:
+                raise
+            raise clearer from error
+        return batch if self._mixup_func is None else mix_batch(batch, self._mixup_func)
 
     def __len__(self) -> int:
         return len(self._inner)
+
+    def __getattr__(self, name: str) -> Any:  # only called for names not found on the wrapper
+        if name.startswith("__") or name == "_inner":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
 
 def _make_loader(
@@ -190,9 +229,7 @@ def _make_loader(
         pin_memory=_resolve_pin_memory(pin_memory),
         **kwargs,
     )
-    if mixup_func is not None:
-        return MixupDataLoader(dataset, mixup_func=mixup_func, **options)
-    return DataLoader(dataset, **options)
+    return CheckedDataLoader(dataset, mixup_func=mixup_func, **options)
 
 
 def _check_train_batch(dataset: Dataset, batch_size: int, dp_size: int) -> None:
@@ -213,7 +250,7 @@ def _train_sampler(
     _check_train_batch(dataset, batch_size, size)
     return CyclicSampler(
         dataset,
-        micro_batch_size=batch_size,
+        batch_size_per_rank=batch_size,
         shuffle=True,
         consumed_samples=consumed_samples,
         data_parallel_rank=rank,
@@ -230,7 +267,9 @@ def _test_sampler(
             f"test_batch_size must be a positive integer, got {batch_size} "
             "(the trainer fills it from train.test_micro_batch_size)"
         )
-    return SingleRoundSampler(dataset, int(batch_size), rank, size, drop_last=False)
+    return SingleRoundSampler(
+        dataset, int(batch_size), data_parallel_rank=rank, data_parallel_size=size, drop_last=False
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,11 +295,12 @@ def build_image_train_loader(
 
     Args:
         dataset: one dataset or a list, combined by ``dataset_mixer`` (concatenation).
-        train_batch_size: samples per step on each data-parallel rank.
+        train_batch_size: samples per optimizer step on each data-parallel rank (micro batch ×
+            accumulation steps; see the module docstring).
         test_batch_size: unused here; accepted so one config can carry both sizes.
         sampler: a ready batch sampler to use instead of the default :class:`CyclicSampler`.
         num_workers: loader worker processes (0 loads in the main process).
-        consumed_samples: global samples already trained on (resume point).
+        consumed_samples: samples already trained on, summed over data-parallel ranks (resume point).
         seed: seed of the shuffling order and of the workers' augmentation RNGs.
         collate_fn: batch assembly; default stacks Instances (:func:`default_collate`).
         dataset_mixer: combines a list of datasets into one.

@@ -1,9 +1,15 @@
 """Data-parallel batch samplers: which dataset indices each rank reads at each step.
 
+Both samplers hand each data-parallel rank batches of ``batch_size_per_rank`` indices. For
+training that is the rank's share of one optimizer step: the trainer passes
+``train_micro_batch_size × num_accumulation_steps`` and splits each batch into the micro-batches
+it accumulates over. For evaluation it is ``test_micro_batch_size``. (LiBai calls the parameter
+``micro_batch_size``; that keyword is still accepted.)
+
 Both samplers share one rule, so that a run's data does not depend on how many data-parallel
-ranks it has: a *global* batch of ``G = micro_batch_size × data_parallel_size`` indices is a run
-of ``G`` consecutive entries of an order over the dataset, and data-parallel rank ``r`` takes the
-contiguous slice ``[r × micro, (r + 1) × micro)`` of it. Concatenating every rank's batch in rank
+ranks it has: a *global* batch of ``G = batch_size_per_rank × data_parallel_size`` indices is a
+run of ``G`` consecutive entries of an order over the dataset, and data-parallel rank ``r`` takes
+the contiguous slice ``[r × b, (r + 1) × b)`` of it (``b = batch_size_per_rank``). Concatenating every rank's batch in rank
 order therefore gives exactly the batch a one-process run with the same global size reads, and
 splitting that global batch along dimension 0 (what ``split(0)`` SBP does) hands each rank back
 its own slice.
@@ -13,16 +19,29 @@ its own slice.
 * :class:`SingleRoundSampler` is the evaluation sampler: one ordered pass, every index once,
   each batch padded to full size so that every step has one shape.
 """
-from typing import Any, Dict, Iterator, List, Sized
+from typing import Any, Dict, Iterator, List, Optional, Sized
 
 import numpy as np
 
 __all__ = ["CyclicSampler", "SingleRoundSampler"]
 
 
-def _check_parallel_args(micro_batch_size: int, rank: int, size: int) -> None:
-    if int(micro_batch_size) < 1:
-        raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+def _batch_size_argument(batch_size_per_rank: Optional[int], micro_batch_size: Optional[int]) -> int:
+    """``batch_size_per_rank``, also accepted under LiBai's keyword ``micro_batch_size``."""
+    if batch_size_per_rank is not None and micro_batch_size is not None:
+        raise TypeError(
+            "give batch_size_per_rank or micro_batch_size (LiBai's name for it), not both "
+            f"(got {batch_size_per_rank} and {micro_batch_size})"
+        )
+    value = batch_size_per_rank if batch_size_per_rank is not None else micro_batch_size
+    if value is None:
+        raise TypeError("missing batch_size_per_rank: the number of indices per batch on each rank")
+    return value
+
+
+def _check_parallel_args(batch_size_per_rank: int, rank: int, size: int) -> None:
+    if int(batch_size_per_rank) < 1:
+        raise ValueError(f"batch_size_per_rank (micro_batch_size) must be >= 1, got {batch_size_per_rank}")
     if int(size) < 1:
         raise ValueError(f"data_parallel_size must be >= 1, got {size}")
     if not 0 <= int(rank) < int(size):
@@ -58,7 +77,9 @@ class CyclicSampler:
 
     Args:
         dataset: a map-style dataset (only its length is used).
-        micro_batch_size: the batch of one data-parallel rank.
+        batch_size_per_rank: indices in each batch of one data-parallel rank; in training, the
+            rank's samples of one optimizer step (micro batch × accumulation steps).
+            ``micro_batch_size=`` (LiBai's keyword) is the same argument.
         shuffle: draw a new permutation each epoch; ``False`` walks ``0..n-1`` every epoch.
         consumed_samples: global samples already consumed (resume point).
         data_parallel_rank: this process's rank among data-parallel ranks.
@@ -69,31 +90,39 @@ class CyclicSampler:
     def __init__(
         self,
         dataset: Sized,
-        micro_batch_size: int,
+        batch_size_per_rank: Optional[int] = None,
         shuffle: bool = True,
         consumed_samples: int = 0,
         data_parallel_rank: int = 0,
         data_parallel_size: int = 1,
         seed: int = 0,
+        *,
+        micro_batch_size: Optional[int] = None,
     ) -> None:
-        _check_parallel_args(micro_batch_size, data_parallel_rank, data_parallel_size)
+        batch_size = _batch_size_argument(batch_size_per_rank, micro_batch_size)
+        _check_parallel_args(batch_size, data_parallel_rank, data_parallel_size)
         if int(consumed_samples) < 0:
             raise ValueError(f"consumed_samples must be >= 0, got {consumed_samples}")
         self.dataset = dataset
         self.data_size = _dataset_length(dataset)
-        self.micro_batch_size = int(micro_batch_size)
+        self.batch_size_per_rank = int(batch_size)
         self.data_parallel_rank = int(data_parallel_rank)
         self.data_parallel_size = int(data_parallel_size)
-        self.global_batch_size = self.micro_batch_size * self.data_parallel_size
+        self.global_batch_size = self.batch_size_per_rank * self.data_parallel_size
         if self.data_size < self.global_batch_size:
             raise ValueError(
                 f"the dataset has {self.data_size} samples, fewer than one global batch of "
-                f"{self.global_batch_size} (micro batch {self.micro_batch_size} × data parallel "
+                f"{self.global_batch_size} (batch per rank {self.batch_size_per_rank} × data parallel "
                 f"size {self.data_parallel_size}); use a smaller batch or a larger dataset"
             )
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.consumed_samples = int(consumed_samples)
+
+    @property
+    def micro_batch_size(self) -> int:
+        """LiBai's name for :attr:`batch_size_per_rank`."""
+        return self.batch_size_per_rank
 
     @property
     def samples_per_epoch(self) -> int:
@@ -111,8 +140,8 @@ class CyclicSampler:
         return np.random.default_rng(self.seed + int(epoch)).permutation(self.data_size)
 
     def __iter__(self) -> Iterator[List[int]]:
-        lo = self.data_parallel_rank * self.micro_batch_size
-        hi = lo + self.micro_batch_size
+        lo = self.data_parallel_rank * self.batch_size_per_rank
+        hi = lo + self.batch_size_per_rank
         while True:
             epoch, offset = divmod(self.consumed_samples, self.samples_per_epoch)
             order = self.epoch_order(epoch)
@@ -149,40 +178,54 @@ class CyclicSampler:
 
 
 class SingleRoundSampler:
-    """One ordered pass over the dataset, split across data-parallel ranks, for evaluation.
+    """One pass over the dataset, split across data-parallel ranks, for evaluation.
 
-    Global batch ``b`` covers indices ``[b × G, (b + 1) × G)``; rank ``r`` takes its contiguous
-    slice. Indices past the end of the dataset are replaced by the last valid index, so every
-    rank's batch has ``micro_batch_size`` entries: a static graph sees a single shape and a global
-    tensor has equal local shapes on every rank. Because the valid indices form a prefix of each
-    global batch, padding only ever sits at the end of the last global batch; an evaluator keeps
-    the first ``len(dataset)`` predictions of the whole pass and drops the rest.
+    Global batch ``b`` covers positions ``[b × G, (b + 1) × G)`` of the pass's order (``0..n-1``,
+    or a permutation drawn from ``seed`` when ``shuffle``); rank ``r`` takes its contiguous slice.
+    Positions past the end of the dataset repeat the order's last index, so every rank's batch has
+    ``batch_size_per_rank`` entries: a static graph sees a single shape and a global tensor has
+    equal local shapes on every rank. Because the valid positions form a prefix of each global
+    batch, padding only ever sits at the end of the last global batch; an evaluator keeps the
+    first ``len(dataset)`` predictions of the whole pass and drops the rest.
 
     Args:
         dataset: a map-style dataset (only its length is used).
-        micro_batch_size: the batch of one data-parallel rank.
+        batch_size_per_rank: indices in each batch of one data-parallel rank (the trainer passes
+            ``test_micro_batch_size``). ``micro_batch_size=`` (LiBai's keyword) is the same argument.
+        shuffle: visit the dataset in a permutation drawn from ``seed`` instead of in order.
         data_parallel_rank: this process's rank among data-parallel ranks.
         data_parallel_size: number of data-parallel ranks.
+        seed: seed of the permutation when ``shuffle``; must be equal on every rank.
         drop_last: skip the final incomplete global batch instead of padding it.
+
+    The positional order is LiBai's: ``(dataset, micro_batch_size, shuffle, data_parallel_rank,
+    data_parallel_size, seed, drop_last)``.
     """
 
     def __init__(
         self,
         dataset: Sized,
-        micro_batch_size: int,
+        batch_size_per_rank: Optional[int] = None,
+        shuffle: bool = False,
         data_parallel_rank: int = 0,
         data_parallel_size: int = 1,
+        seed: int = 0,
         drop_last: bool = False,
+        *,
+        micro_batch_size: Optional[int] = None,
     ) -> None:
-        _check_parallel_args(micro_batch_size, data_parallel_rank, data_parallel_size)
+        batch_size = _batch_size_argument(batch_size_per_rank, micro_batch_size)
+        _check_parallel_args(batch_size, data_parallel_rank, data_parallel_size)
         self.dataset = dataset
         self.data_size = _dataset_length(dataset)
         if self.data_size == 0:
             raise ValueError("cannot evaluate on an empty dataset (it has 0 samples)")
-        self.micro_batch_size = int(micro_batch_size)
+        self.batch_size_per_rank = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
         self.data_parallel_rank = int(data_parallel_rank)
         self.data_parallel_size = int(data_parallel_size)
-        self.global_batch_size = self.micro_batch_size * self.data_parallel_size
+        self.global_batch_size = self.batch_size_per_rank * self.data_parallel_size
         self.drop_last = bool(drop_last)
         if self.drop_last and self.data_size < self.global_batch_size:
             raise ValueError(
@@ -191,6 +234,11 @@ class SingleRoundSampler:
                 "smaller batch"
             )
 
+    @property
+    def micro_batch_size(self) -> int:
+        """LiBai's name for :attr:`batch_size_per_rank`."""
+        return self.batch_size_per_rank
+
     def __len__(self) -> int:
         """Number of (global) batches in the pass."""
         if self.drop_last:
@@ -198,7 +246,11 @@ class SingleRoundSampler:
         return -(-self.data_size // self.global_batch_size)
 
     def __iter__(self) -> Iterator[List[int]]:
+        if self.shuffle:
+            order = np.random.default_rng(self.seed).permutation(self.data_size)
+        else:
+            order = np.arange(self.data_size)
         last = self.data_size - 1
         for b in range(len(self)):
-            start = b * self.global_batch_size + self.data_parallel_rank * self.micro_batch_size
-            yield [min(i, last) for i in range(start, start + self.micro_batch_size)]
+            start = b * self.global_batch_size + self.data_parallel_rank * self.batch_size_per_rank
+            yield [int(order[min(i, last)]) for i in range(start, start + self.batch_size_per_rank)]

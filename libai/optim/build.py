@@ -5,11 +5,20 @@ exist when the config is written), so ``optim.params`` is a node of
 :func:`~libai.optim.get_default_optimizer_params` whose ``model`` is filled in here.
 """
 from collections.abc import Mapping
-from typing import Any, Dict
+from typing import Any
 
 import oneflow as flow
 
-__all__ = ["build_optimizer"]
+from libai.optim.param_groups import (
+    expand_param_groups,
+    get_default_optimizer_params,
+    reduce_param_groups,
+)
+
+__all__ = ["build_optimizer", "get_default_optimizer_params", "reduce_param_groups"]
+
+# LiBai's private name for the same function; LiBai code and tests import it from here.
+_expand_param_groups = expand_param_groups
 
 
 def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:

@@ -12,11 +12,16 @@ A note on clipping, checked with OneFlow 0.9.0: the group keys ``clip_grad_max_n
 is one group, and the clip is by the global norm of all gradients.
 """
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 import oneflow as flow
 
-__all__ = ["get_default_optimizer_params", "is_norm_module"]
+__all__ = [
+    "get_default_optimizer_params",
+    "expand_param_groups",
+    "reduce_param_groups",
+    "is_norm_module",
+]
 
 _NORM_TYPES: Tuple[type, ...] = tuple(
     cls
@@ -43,29 +48,33 @@ def get_default_optimizer_params(
     model: flow.nn.Module,
     base_lr: Optional[float] = None,
     weight_decay: Optional[float] = None,
-    weight_decay_norm: Optional[float] = 0.0,
-    weight_decay_bias: Optional[float] = 0.0,
+    weight_decay_norm: Optional[float] = None,
+    weight_decay_bias: Optional[float] = None,
     clip_grad_max_norm: Optional[float] = None,
     clip_grad_norm_type: Optional[float] = None,
     overrides: Optional[Mapping[str, Mapping[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
     """Split ``model``'s trainable parameters into optimizer param groups.
 
-    Options of a parameter, applied in this order (later wins):
+    Options of a parameter, applied in this order (later wins), as in LiBai:
 
     1. ``lr=base_lr`` and ``weight_decay=weight_decay`` (left out when ``None``, so the
-       optimizer's own defaults apply);
+       optimizer's own values apply);
     2. every parameter of a normalisation module: ``weight_decay=weight_decay_norm``;
-       any other parameter named ``bias``: ``weight_decay=weight_decay_bias``
-       (either left out when ``None``);
-    3. ``overrides[name]``, where ``name`` is the full parameter name (``"encoder.pos_embed"``)
-       or its last part (``"pos_embed"``); a full-name entry wins over a short-name one.
+    3. every parameter named ``bias`` (norm biases included): ``weight_decay=weight_decay_bias``;
+    4. ``overrides[name]``, where ``name`` is the parameter's last name part (``"pos_embed"``)
+       or its full name (``"encoder.pos_embed"``); a full-name entry wins over a short one.
+
+    Steps 2 and 3 are skipped when their value is ``None`` (the default; libai's
+    ``configs/common/optim.py`` sets both to 0). ``overrides["bias"]`` together with
+    ``weight_decay_bias`` is refused as ambiguous.
 
     ``clip_grad_max_norm`` (with ``clip_grad_norm_type``, 2.0 when ``None``) is put into every
     group, which is how OneFlow optimizers enable clipping in eager and graph mode alike.
 
     Every trainable parameter appears exactly once (shared parameters are counted at their first
-    owner); frozen ones (``requires_grad=False``) are left out.
+    owner); frozen ones (``requires_grad=False``) are left out. Parameters with equal options
+    share a group (:func:`reduce_param_groups`).
 
     Returns:
         A list of ``{"params": [...], **options}`` dicts for ``flow.optim.*(params, ...)``.
@@ -76,30 +85,65 @@ def get_default_optimizer_params(
             f"{type(model).__name__}; build_optimizer fills it in for you"
         )
     overrides = _check_overrides(overrides)
+    if weight_decay_bias is not None and "bias" in overrides:
+        raise ValueError(
+            f"weight_decay_bias={weight_decay_bias} and overrides['bias']={overrides['bias']} both "
+            "set the options of bias parameters; keep one of them"
+        )
     defaults = _base_options(base_lr, weight_decay, clip_grad_max_norm, clip_grad_norm_type)
-    groups: Dict[Tuple[Tuple[str, str], ...], Dict[str, Any]] = {}
+    per_param: List[Dict[str, Any]] = []
     used_overrides: Set[str] = set()
     for name, param, module in _named_trainable(model):
         options = dict(defaults)
         short = name.rsplit(".", 1)[-1]
-        if is_norm_module(module):
-            if weight_decay_norm is not None:
-                options["weight_decay"] = weight_decay_norm
-        elif short == "bias" and weight_decay_bias is not None:
+        if is_norm_module(module) and weight_decay_norm is not None:
+            options["weight_decay"] = weight_decay_norm
+        if short == "bias" and weight_decay_bias is not None:
             options["weight_decay"] = weight_decay_bias
         for key in (short, name):  # the full name is applied last, so it wins
             if key in overrides:
                 options.update(overrides[key])
                 used_overrides.add(key)
-        signature = tuple(sorted((k, repr(v)) for k, v in options.items()))
-        groups.setdefault(signature, {"params": [], **options})["params"].append(param)
-    if not groups:
+        per_param.append({"params": [param], **options})
+    if not per_param:
         raise ValueError(
             f"{type(model).__name__} has no trainable parameters (all are frozen or there are "
             "none); an optimizer needs at least one"
         )
     _check_all_used(overrides, used_overrides, model)
-    return list(groups.values())
+    return reduce_param_groups(per_param)
+
+
+def expand_param_groups(groups: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """One group per parameter, ``{"params": [p], **options}``, in order of first appearance.
+
+    A parameter listed in several groups gets the union of their options, a later group's
+    value winning over an earlier one's. (LiBai's ``libai.optim.build._expand_param_groups``.)
+    """
+    merged: Dict[int, Dict[str, Any]] = {}
+    for index, group in enumerate(groups):
+        if "params" not in group:
+            raise ValueError(f"param group {index} has no 'params': {dict(group)!r}")
+        options = {k: v for k, v in group.items() if k != "params"}
+        for param in group["params"]:
+            entry = merged.setdefault(id(param), {"params": [param]})
+            entry.update(options)
+    return list(merged.values())
+
+
+def reduce_param_groups(groups: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The fewest groups that give every parameter the same options as ``groups`` do.
+
+    Parameters whose options are equal share one group (order of first appearance is kept),
+    which keeps the optimizer, and a graph compiled from it, small. Options of a parameter
+    listed twice are merged as in :func:`expand_param_groups`.
+    """
+    reduced: Dict[Tuple[Tuple[str, str], ...], Dict[str, Any]] = {}
+    for entry in expand_param_groups(groups):
+        options = {k: v for k, v in entry.items() if k != "params"}
+        signature = tuple(sorted((str(k), repr(v)) for k, v in options.items()))
+        reduced.setdefault(signature, {**options, "params": []})["params"].extend(entry["params"])
+    return list(reduced.values())
 
 
 def _base_options(

@@ -1,4 +1,4 @@
-"""Learning-rate schedules with a warmup: a warmup phase followed by a decay phase.
+"""Learning-rate schedules with a warmup: LiBai's six schedulers, curve for curve.
 
 Why these are compositions of OneFlow's own schedulers: in static-graph mode the schedule is
 compiled into the ``nn.Graph`` (``graph.add_optimizer(optimizer, lr_sch=scheduler)``), and the
@@ -9,27 +9,27 @@ class below is therefore a thin subclass of ``SequentialLR`` that chains a ``Lin
 numbers.
 
 The schedule, with ``base`` the learning rate of a parameter group, ``t`` the iteration (0-based),
-``W = warmup_iter`` and ``f = warmup_factor``:
+``W = warmup_iter``, ``f = warmup_factor`` and ``decay(t)`` the decay formula each class
+documents (computed on the run's own clock ``t``, not restarted after the warmup):
 
 * warmup, ``t < W``:
-  ``"linear"``: ``lr(t) = base * (f + (1 - f) * t / W)`` (from ``f * base`` up to ``base``);
+  ``"linear"``: ``lr(t) = base * (f + (decay(W) / base - f) * t / W)``, a straight line from
+  ``f * base`` to where the decay stands at ``W``, so the curve has no jump;
   ``"constant"``: ``lr(t) = base * f``.
-* decay, ``t >= W``: the decay runs on its own clock ``s = t - W`` that starts when the warmup
-  ends, so the first decay iteration uses the full ``base`` (multi-step milestones excepted,
-  see :class:`WarmupMultiStepLR`). Each class documents its decay formula.
+* decay, ``t >= W``: ``lr(t) = decay(t)``.
 
-With ``warmup_iter=0`` there is no warmup and ``lr(t)`` is the decay at ``s = t``.
-
-Arguments after ``max_iter`` are keyword-only: their order differs between the classes, and a
-positional call written for another library's order would otherwise be silently misread.
+With ``warmup_iter=0`` there is no warmup. This is LiBai's schedule (OneFlow's ``WarmUpLR``
+around the decay), argument for argument, including the positional order.
 """
 import logging
+import math
 import numbers
 from typing import Any, List, Sequence
 
 import oneflow as flow
 from oneflow.optim.lr_scheduler import (
     ConstantLR,
+    CosineAnnealingLR,
     CosineDecayLR,
     ExponentialLR,
     LinearLR,
@@ -41,6 +41,7 @@ from oneflow.optim.lr_scheduler import (
 
 __all__ = [
     "WarmupCosineLR",
+    "WarmupCosineAnnealingLR",
     "WarmupMultiStepLR",
     "WarmupExponentialLR",
     "WarmupPolynomialLR",
@@ -53,10 +54,10 @@ _WARMUP_METHODS = ("linear", "constant")
 
 
 class _WarmupThenDecay(SequentialLR):
-    """A warmup scheduler followed, on a restarted clock, by ``decay``.
+    """A warmup scheduler for the first ``warmup_iter`` iterations, then ``decay``.
 
-    Subclasses build their decay scheduler and hand it here. ``interval_rescaling=True`` is
-    what restarts the decay's clock at the end of the warmup; OneFlow's graph honours it too.
+    Subclasses build their decay scheduler and hand it here. The decay keeps the run's clock
+    (``interval_rescaling=False``): at iteration ``t >= warmup_iter`` it is at its step ``t``.
     """
 
     def __init__(
@@ -75,8 +76,10 @@ class _WarmupThenDecay(SequentialLR):
         if warmup_iter == 0:
             schedulers, milestones, rescale = [decay], [], []
         else:
-            schedulers = [_build_warmup(optimizer, warmup_factor, warmup_iter, warmup_method), decay]
-            milestones, rescale = [warmup_iter], [True]
+            warmup = _build_warmup(
+                type(self).__name__, optimizer, decay, warmup_factor, warmup_iter, warmup_method
+            )
+            schedulers, milestones, rescale = [warmup, decay], [warmup_iter], [False]
         super().__init__(
             optimizer, schedulers=schedulers, milestones=milestones, interval_rescaling=rescale
         )
@@ -116,12 +119,40 @@ class _WarmupThenDecay(SequentialLR):
         )
 
 
+def _linear_end_factor(name: str, decay: Any, warmup_iter: int) -> float:
+    """``decay(W) / base``, the factor a linear warmup must reach to meet the decay.
+
+    One ``LinearLR`` scales every param group by the same factor, so the ratio must be the same
+    for every group. It is for the decays proportional to ``base`` (cosine, step, multi-step,
+    exponential); a decay towards an absolute lr (polynomial's ``end_learning_rate``, cosine
+    annealing's ``eta_min``) gives different ratios when the groups' base lrs differ.
+    """
+    ratios = [decay.get_lr(base, warmup_iter) / base for base in decay.base_lrs if base != 0]
+    if not ratios:
+        return 1.0
+    if any(not math.isclose(r, ratios[0], rel_tol=1e-9, abs_tol=1e-12) for r in ratios):
+        raise ValueError(
+            f"{name}: a linear warmup into this decay needs every param group to have the same "
+            f"base lr (groups have {sorted(set(decay.base_lrs))}), because the warmup must end "
+            f"where the decay stands at warmup_iter={warmup_iter}, which here is not a fixed "
+            "fraction of the base lr. Use warmup_method='constant', one base lr, or "
+            "end_learning_rate/eta_min=0"
+        )
+    return ratios[0]
+
+
 def _build_warmup(
-    optimizer: flow.optim.Optimizer, warmup_factor: float, warmup_iter: int, warmup_method: str
+    name: str,
+    optimizer: flow.optim.Optimizer,
+    decay: Any,
+    warmup_factor: float,
+    warmup_iter: int,
+    warmup_method: str,
 ) -> Any:
     if warmup_method == "linear":
+        end_factor = _linear_end_factor(name, decay, warmup_iter)
         return LinearLR(
-            optimizer, start_factor=warmup_factor, end_factor=1.0, total_iters=warmup_iter
+            optimizer, start_factor=warmup_factor, end_factor=end_factor, total_iters=warmup_iter
         )
     return ConstantLR(optimizer, factor=warmup_factor, total_iters=warmup_iter)
 
@@ -159,23 +190,23 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _decay_span(max_iter: int, warmup_iter: int) -> int:
-    # A warmup that fills the whole run leaves no decay inside it; OneFlow still needs >= 1.
-    return max(max_iter - warmup_iter, 1)
-
-
 def _check_positive(name: str, arg: str, value: Any) -> None:
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name}: {arg} must be a positive number, got {value!r}")
 
 
+def _check_non_negative_lr(name: str, arg: str, value: Any) -> None:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name}: {arg} must be a non-negative lr, got {value!r}")
+
+
 class WarmupCosineLR(_WarmupThenDecay):
     """Warmup, then cosine decay from ``base`` down to ``alpha * base`` at ``max_iter``.
 
-    Decay (``s = t - W``, ``D = max_iter - W``)::
+    Decay::
 
-        lr = base * (alpha + (1 - alpha) * 0.5 * (1 + cos(pi * s / D)))   for s < D
-        lr = base * alpha                                                for s >= D
+        decay(t) = base * (alpha + (1 - alpha) * 0.5 * (1 + cos(pi * t / max_iter)))   t < max_iter
+        decay(t) = base * alpha                                                        after
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
@@ -191,7 +222,6 @@ class WarmupCosineLR(_WarmupThenDecay):
         self,
         optimizer: flow.optim.Optimizer,
         max_iter: int,
-        *,
         warmup_factor: float = 0.001,
         warmup_iter: int = 0,
         alpha: float = 0.0,
@@ -204,23 +234,25 @@ class WarmupCosineLR(_WarmupThenDecay):
                 f"in [0, 1], got {alpha!r}"
             )
         self.alpha = alpha
-        decay = CosineDecayLR(optimizer, decay_steps=_decay_span(max_iter, warmup_iter), alpha=alpha)
+        decay = CosineDecayLR(optimizer, decay_steps=max_iter, alpha=alpha)
         super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
 
 
-class WarmupMultiStepLR(_WarmupThenDecay):
-    """Warmup, then multiply the lr by ``gamma`` at each milestone.
+class WarmupCosineAnnealingLR(_WarmupThenDecay):
+    """Warmup, then cosine annealing from ``base`` to ``eta_min`` (an absolute lr) at ``max_iter``.
 
-    Milestones are *absolute* iteration numbers (as users think of them: "decay at iteration
-    30000"), each at or after the end of the warmup. For ``t >= W``::
+    Decay::
 
-        lr = base * gamma ** (number of milestones m with m <= t)
+        decay(t) = eta_min + (base - eta_min) * 0.5 * (1 + cos(pi * t / max_iter))
+
+    The cosine is not clamped: past ``max_iter`` the lr climbs back (OneFlow's and LiBai's
+    formula); training normally stops at ``max_iter``. Use :class:`WarmupCosineLR` for a floor
+    held after the end.
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
-        max_iter: total training iterations (kept for a uniform signature).
-        milestones: strictly increasing iterations, each ``>= warmup_iter``.
-        gamma: multiplicative decay at each milestone.
+        max_iter: total training iterations (the trainer fills this in).
+        eta_min: the lr reached at ``max_iter`` (not a fraction of ``base``).
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
@@ -228,55 +260,30 @@ class WarmupMultiStepLR(_WarmupThenDecay):
         self,
         optimizer: flow.optim.Optimizer,
         max_iter: int,
-        *,
-        milestones: Sequence[int] = (),
-        gamma: float = 0.1,
         warmup_factor: float = 0.001,
         warmup_iter: int = 0,
+        eta_min: float = 0.0,
         warmup_method: str = "linear",
     ) -> None:
-        name = "WarmupMultiStepLR"
+        name = "WarmupCosineAnnealingLR"
         _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        _check_positive(name, "gamma", gamma)
-        self.milestones_abs = _check_milestones(milestones, warmup_iter)
-        self.gamma = gamma
-        # The decay's clock starts at W, so shift the absolute milestones onto it.
-        shifted = [m - warmup_iter for m in self.milestones_abs]
-        decay = MultiStepLR(optimizer, milestones=shifted, gamma=gamma)
+        _check_non_negative_lr(name, "eta_min", eta_min)
+        self.eta_min = eta_min
+        decay = CosineAnnealingLR(optimizer, T_max=max_iter, eta_min=eta_min)
         super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
-
-
-def _check_milestones(milestones: Any, warmup_iter: int) -> List[int]:
-    try:
-        values = [m for m in milestones]
-    except TypeError:
-        raise TypeError(
-            f"WarmupMultiStepLR: milestones must be a list of iterations, got {milestones!r}"
-        ) from None
-    if not all(_is_int(m) for m in values):
-        raise TypeError(f"WarmupMultiStepLR: milestones must be integers, got {values}")
-    if any(b <= a for a, b in zip(values, values[1:])):
-        raise ValueError(f"WarmupMultiStepLR: milestones must be strictly increasing, got {values}")
-    early = [m for m in values if m < warmup_iter]
-    if early:
-        raise ValueError(
-            f"WarmupMultiStepLR: milestones {early} fall inside the warmup (warmup_iter="
-            f"{warmup_iter}, from train.warmup_ratio); move them after the warmup or shorten it"
-        )
-    return values
 
 
 class WarmupStepLR(_WarmupThenDecay):
     """Warmup, then multiply the lr by ``gamma`` every ``step_size`` iterations.
 
-    Decay (``s = t - W``)::
+    Decay::
 
-        lr = base * gamma ** floor(s / step_size)
+        decay(t) = base * gamma ** floor(t / step_size)
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
         max_iter: total training iterations (kept for a uniform signature).
-        step_size: iterations between two decays, counted from the end of the warmup.
+        step_size: iterations between two decays, counted from iteration 0.
         gamma: multiplicative decay.
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
@@ -285,11 +292,10 @@ class WarmupStepLR(_WarmupThenDecay):
         self,
         optimizer: flow.optim.Optimizer,
         max_iter: int,
-        *,
-        step_size: int = 1,
-        gamma: float = 0.1,
         warmup_factor: float = 0.001,
         warmup_iter: int = 0,
+        step_size: int = 1,
+        gamma: float = 0.1,
         warmup_method: str = "linear",
     ) -> None:
         name = "WarmupStepLR"
@@ -303,12 +309,64 @@ class WarmupStepLR(_WarmupThenDecay):
         super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
 
 
+class WarmupMultiStepLR(_WarmupThenDecay):
+    """Warmup, then multiply the lr by ``gamma`` at each milestone (an iteration number).
+
+    Decay::
+
+        decay(t) = base * gamma ** (number of milestones m with m <= t)
+
+    A milestone inside the warmup is allowed: the warmup then ends at the already-decayed lr.
+
+    Args:
+        optimizer: the optimizer whose groups' lr is scheduled.
+        max_iter: total training iterations (kept for a uniform signature).
+        milestones: strictly increasing iterations.
+        gamma: multiplicative decay at each milestone.
+        warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
+    """
+
+    def __init__(
+        self,
+        optimizer: flow.optim.Optimizer,
+        max_iter: int,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
+        milestones: Sequence[int] = (),
+        gamma: float = 0.1,
+        warmup_method: str = "linear",
+    ) -> None:
+        name = "WarmupMultiStepLR"
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+        _check_positive(name, "gamma", gamma)
+        self.milestones_abs = _check_milestones(milestones)
+        self.gamma = gamma
+        decay = MultiStepLR(optimizer, milestones=self.milestones_abs, gamma=gamma)
+        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+
+
+def _check_milestones(milestones: Any) -> List[int]:
+    try:
+        values = [m for m in milestones]
+    except TypeError:
+        raise TypeError(
+            f"WarmupMultiStepLR: milestones must be a list of iterations, got {milestones!r}"
+        ) from None
+    if not all(_is_int(m) for m in values):
+        raise TypeError(f"WarmupMultiStepLR: milestones must be integers, got {values}")
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"WarmupMultiStepLR: milestones must be strictly increasing, got {values}")
+    return values
+
+
 class WarmupExponentialLR(_WarmupThenDecay):
     """Warmup, then multiply the lr by ``gamma`` every iteration.
 
-    Decay (``s = t - W``)::
+    Decay::
 
-        lr = base * gamma ** s
+        decay(t) = base * gamma ** t
+
+    Note the argument order, LiBai's: ``gamma`` comes right after ``max_iter``.
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
@@ -321,7 +379,6 @@ class WarmupExponentialLR(_WarmupThenDecay):
         self,
         optimizer: flow.optim.Optimizer,
         max_iter: int,
-        *,
         gamma: float = 0.999,
         warmup_factor: float = 0.001,
         warmup_iter: int = 0,
@@ -338,20 +395,20 @@ class WarmupExponentialLR(_WarmupThenDecay):
 class WarmupPolynomialLR(_WarmupThenDecay):
     """Warmup, then polynomial decay from ``base`` to ``end_learning_rate`` (an absolute lr).
 
-    Decay (``s = t - W``, ``D = max_iter - W``, ``e = end_learning_rate``, ``p = power``):
+    Decay (``M = max_iter``, ``e = end_learning_rate``, ``p = power``):
 
-    * ``cycle=False``: ``lr = (base - e) * (1 - min(s, D) / D) ** p + e``, which stays at ``e``
-      after ``D`` decay iterations.
-    * ``cycle=True``: the decay restarts every ``D`` iterations. With ``c = max(s, 1)`` and
-      ``Dc = D * ceil(c / D)``: ``lr = (base - e) * (1 - c / Dc) ** p + e``. (OneFlow's
-      formula, followed by its graph too; note that ``s = 0`` is treated as ``s = 1``.)
+    * ``cycle=False``: ``decay(t) = (base - e) * (1 - min(t, M) / M) ** p + e``, which stays at
+      ``e`` from ``max_iter`` on.
+    * ``cycle=True``: the decay restarts every ``M`` iterations. With ``c = max(t, 1)`` and
+      ``Mc = M * ceil(c / M)``: ``decay(t) = (base - e) * (1 - c / Mc) ** p + e``. (OneFlow's
+      formula, followed by its graph too; note that ``t = 0`` is treated as ``t = 1``.)
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
         max_iter: total training iterations (the trainer fills this in).
         end_learning_rate: the lr reached at ``max_iter`` (not a fraction of ``base``).
         power: the polynomial's exponent; 1 is a linear decay.
-        cycle: restart the decay every ``max_iter - warmup_iter`` iterations.
+        cycle: restart the decay every ``max_iter`` iterations.
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
@@ -359,30 +416,25 @@ class WarmupPolynomialLR(_WarmupThenDecay):
         self,
         optimizer: flow.optim.Optimizer,
         max_iter: int,
-        *,
+        warmup_factor: float = 0.001,
+        warmup_iter: int = 0,
         end_learning_rate: float = 1e-4,
         power: float = 1.0,
         cycle: bool = False,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
         warmup_method: str = "linear",
     ) -> None:
         name = "WarmupPolynomialLR"
         _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        if not isinstance(end_learning_rate, numbers.Real) or end_learning_rate < 0:
-            raise ValueError(
-                f"{name}: end_learning_rate must be a non-negative lr, got {end_learning_rate!r}"
-            )
+        _check_non_negative_lr(name, "end_learning_rate", end_learning_rate)
         _check_positive(name, "power", power)
         self.end_learning_rate = end_learning_rate
         self.power = power
         self.cycle = bool(cycle)
         decay = PolynomialLR(
             optimizer,
-            decay_batch=_decay_span(max_iter, warmup_iter),
+            decay_batch=max_iter,
             end_learning_rate=end_learning_rate,
             power=power,
             cycle=bool(cycle),
         )
         super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
-

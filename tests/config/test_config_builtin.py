@@ -161,6 +161,19 @@ def test_argument_parser_flags_and_trailing_overrides():
     assert default_argument_parser(epilog="just this").epilog == "just this"
 
 
+def test_flags_are_recognised_after_and_between_overrides():
+    parser = default_argument_parser()
+    args = parser.parse_args(
+        ["train.train_iter=5", "--config-file", "c.py", "optim.lr=0.1", "--resume",
+         "train.output_dir='--not-a-flag'", "--eval-only", "--fast-dev-run"]
+    )
+    assert args.config_file == "c.py" and args.resume and args.eval_only and args.fast_dev_run
+    assert args.opts == ["train.train_iter=5", "optim.lr=0.1", "train.output_dir='--not-a-flag'"]
+    # a misspelt flag is refused by name rather than read as an override
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--config-file", "c.py", "a=1", "--resme-from-here"])
+
+
 def test_try_get_key_is_lenient_and_get_key_is_strict():
     cfg = DictConfig({"a": {"b": [10, {"c": None}], "m": "???"}})
     assert try_get_key(cfg, "a.b[0]") == 10 and try_get_key(cfg, "a.b.1.c", default=5) is None

@@ -35,6 +35,7 @@ def test_doc_examples_run_from_the_project_folder(tmp_path, run_python):
     assert "modeling.model.TinyNet" in out
     assert "model.hidden_size: 64 -> 256" in out and "train.train_iter: 1000 -> 50" in out
     assert "model = LazyCall('modeling.model.TinyNet')(hidden_size=256)" in out
+    assert "cfg.optim = oneflow.nn.optimizer.adamw.AdamW(\n" in out
     assert "set 'train.evaluation.eval_period' instead" in out
     assert "Did you mean 'train.log_period'?" in out
     assert "did you mean 'model.hidden_size'?" in out

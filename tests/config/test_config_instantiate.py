@@ -1,4 +1,5 @@
 """LazyCall nodes and instantiate: recursion, pass-through, target kinds, and error paths."""
+import collections
 import dataclasses
 
 import pytest
@@ -44,6 +45,23 @@ class Config:
 class Options:
     depth: int = 1
     name: str = "x"
+
+
+class Pair(collections.namedtuple("_Pair", ["first", "second"])):
+    """A named tuple subclass with defaults, like the shape specs models pass around."""
+
+    def __new__(cls, first=None, second=None):
+        return super().__new__(cls, first, second)
+
+
+def make_adder(offset):
+    """A factory returning a function: a lazy target."""
+    return lambda value: value + offset
+
+
+def count_nodes(children):
+    """Receives its argument unbuilt (with _recursive_=False) and reports what it got."""
+    return [(type(child).__name__, is_node(child)) for child in children]
 
 
 def _dotted(obj):
@@ -182,3 +200,47 @@ def test_dict_and_dataclass_targets_are_stored_by_import_path_and_still_build():
     assert instantiate(node) == Options(depth=3, name="x")
     assert LazyCall(dict)(a=1)._target_ == "builtins.dict"
     assert instantiate(LazyCall(dict)(a=1, b=LazyCall(add)(a=1, b=1))) == {"a": 1, "b": 2}
+
+
+def test_recursive_false_hands_the_arguments_over_unbuilt():
+    node = LazyCall(count_nodes)(children=[LazyCall(Point)(x=1), 5])
+    assert instantiate(node, _recursive_=False) == [("DictConfig", True), ("int", False)]
+    assert instantiate(node) == [("Point", False), ("int", False)]
+    # the flag can also live in the node, and applies to that node only
+    outer = LazyCall(Segment)(start=LazyCall(Point)(x=0), end=LazyCall(count_nodes)(
+        children=[LazyCall(Point)(x=2)], _recursive_=False))
+    built = instantiate(outer)
+    assert isinstance(built.start, Point) and built.end == [("DictConfig", True)]
+    with pytest.raises(TypeError, match=r"instantiate\(_recursive_=...\) must be True or False, got 'no'"):
+        instantiate(node, _recursive_="no")
+
+
+def test_keyword_arguments_replace_the_node_arguments_for_one_call():
+    node = LazyCall(Point)(x=1, y=2)
+    built = instantiate(node, y=7)
+    assert (built.x, built.y) == (1, 7) and node.y == 2
+    with pytest.raises(TypeError, match="replaces arguments of a node"):
+        instantiate({"a": 1}, y=3)
+
+
+def test_a_node_as_target_is_built_first_then_called():
+    node = LazyCall(LazyCall(make_adder)(offset=10))(value=5)
+    assert instantiate(node) == 15
+    node._target_.offset = 1  # the inner node stays editable
+    assert instantiate(node) == 6
+    with pytest.raises(TypeError, match="a dict without '_target_'"):
+        LazyCall({"offset": 1})
+
+
+def test_named_tuples_keep_their_type_through_instantiate_and_yaml(tmp_path):
+    node = LazyCall(Segment)(start=Pair(first=LazyCall(Point)(x=3), second=4), end=(1, 2))
+    built = instantiate(node)
+    assert isinstance(built.start, Pair) and isinstance(built.start.first, Point)
+    assert built.start.second == 4 and built.end == [1, 2]  # omegaconf stores a plain tuple as a list
+    plain = LazyCall(Model)(cfg=Pair(first=1, second=2))
+    path = tmp_path / "pair.yaml"
+    OmegaConf.save(plain, str(path))
+    import yaml
+
+    reloaded = yaml.unsafe_load(path.read_text())
+    assert instantiate(reloaded).cfg == Pair(1, 2) and type(instantiate(reloaded).cfg) is Pair

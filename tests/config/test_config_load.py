@@ -43,8 +43,10 @@ def test_python_config_keeps_config_values_and_drops_tools(write):
     )
     cfg = LazyConfig.load(path)
     assert isinstance(cfg, DictConfig)
-    assert list(cfg.keys()) == ["size", "ratio", "names", "opts", "model", "other", "empty"]
-    assert cfg.size == 42 and cfg.ratio == pytest.approx(2.0 ** 0.5)
+    # numbers and strings at the top level are the file's own constants: not in the config,
+    # but still reachable by name
+    assert list(cfg.keys()) == ["names", "opts", "model", "other", "empty"]
+    assert LazyConfig.load(path, keys=("size", "ratio")) == (42, pytest.approx(2.0 ** 0.5))
     assert isinstance(cfg.opts, DictConfig) and cfg.opts.nested.flag is True
     assert isinstance(cfg.opts.pair, ListConfig) and list(cfg.opts.pair) == [1, 2]
     import fractions
@@ -84,8 +86,31 @@ def test_relative_imports_of_sibling_parent_and_folder_configs(write):
     )
     cfg = LazyConfig.load(path)
     assert cfg.train.amp.enabled is True and cfg.train.train_iter == 100
-    assert cfg.lr == 0.5 and cfg.model.hidden == 16
-    assert cfg.deep == 2 and cfg.iters == 100
+    assert cfg.model.hidden == 16
+    assert LazyConfig.load(path, keys=("lr", "deep", "iters")) == (0.5, 2, 100)
+
+
+def test_load_rel_loads_relative_to_the_calling_file_afresh(write, monkeypatch, tmp_path):
+    write("parts/my base-1.py", "train = dict(n=1)\nname = 'base'\n")
+    write("parts/user.py", "from .other import edited\n")
+    write("parts/other.py", "from libai.config import LazyConfig\n"
+          "edited = LazyConfig.load_rel('my base-1.py', 'train')\nedited.n = 5\n")
+    path = write(
+        "parts/cfg.py",
+        """
+        from libai.config import LazyConfig
+        from .user import edited
+        train, name = LazyConfig.load_rel("my base-1.py", ("train", "name"))
+        """,
+    )
+    monkeypatch.chdir(tmp_path / "parts" / "..")  # the working directory plays no part
+    cfg = LazyConfig.load(path)
+    assert cfg.edited.n == 5 and cfg.train.n == 1  # each load_rel is a fresh load
+    assert LazyConfig.load(path, keys="name") == "base"
+    from libai.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"load_rel\('x.py'\) must be called from a config file"):
+        exec("from libai.config import LazyConfig\nLazyConfig.load_rel('x.py')", {})
 
 
 def test_each_load_runs_config_files_afresh(write):
@@ -118,7 +143,7 @@ def test_configs_imports_resolve_to_the_builtin_configs_from_any_directory(write
     monkeypatch.chdir(tmp_path)
     cfg = LazyConfig.load(path)
     assert cfg.train.train_iter == 7 and cfg.train.evaluation.eval_period == 5000
-    assert cfg.graph.enabled is False and cfg.lr == 1e-4
+    assert cfg.graph.enabled is False and LazyConfig.load(path, keys="lr") == 1e-4
 
 
 def test_configs_imports_fall_back_to_the_working_directory(write, monkeypatch, tmp_path):

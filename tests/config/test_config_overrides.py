@@ -2,7 +2,7 @@
 import pytest
 from omegaconf import DictConfig, ListConfig
 
-from libai.config import LazyCall, LazyConfig, OverrideError, get_config
+from libai.config import LazyCall, LazyConfig, OverrideError, OverrideKeyError, get_config
 
 
 @pytest.fixture
@@ -79,6 +79,27 @@ def test_unknown_key_is_an_error_with_the_closest_suggestion(cfg):
     assert "Did you mean train.train_iter" in message
     assert "'+train.train_itr=5'" in message
     assert "train_itr" not in cfg.train
+
+
+def test_a_missing_path_is_also_a_key_error(cfg):
+    """Code written for LiBai catches a bad override key as KeyError; ours is one too."""
+    for bad in ("train.train_itr=5", "train.evalution.enabled=False"):
+        with pytest.raises(KeyError) as info:
+            LazyConfig.apply_overrides(cfg, [bad])
+        assert isinstance(info.value, OverrideKeyError) and isinstance(info.value, OverrideError)
+    with pytest.raises(OverrideKeyError) as info:
+        LazyConfig.apply_overrides(cfg, ["train.train_itr=5"])
+    assert (info.value.key, info.value.suggestions) == ("train.train_itr", ["train.train_iter"])
+    assert str(info.value).startswith("Override 'train.train_itr=5'")  # no KeyError quoting
+
+
+def test_a_path_through_a_plain_value_says_what_the_value_is(cfg):
+    with pytest.raises(
+        OverrideKeyError,
+        match=r"'train\.output_dir' is a str \('\./output'\), not a dict or list, so it has no "
+        r"key 'sub'\. To replace the value itself, write 'train\.output_dir=\.\.\.'",
+    ):
+        LazyConfig.apply_overrides(cfg, ["train.output_dir.sub=1"])
 
 
 def test_key_at_the_wrong_depth_suggests_its_real_place(cfg):

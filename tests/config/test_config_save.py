@@ -24,11 +24,10 @@ from configs.common.train import train
 from configs.common.models.graph import graph
 
 train.train_iter = 50
-train.output_dir = "${{out}}/run"
-out = "/tmp/x"
+train.output_dir = "${{paths.out}}/run"
+paths = dict(out="/tmp/x", missing="???")
 model = LazyCall("{_dotted(Block)}")(width=4, extra=dict(scale=1e-4, flags=[True, None], name="n"))
 blocks = [LazyCall("{_dotted(Block)}")(width=i) for i in range(2)]
-missing = "???"
 """
 
 
@@ -39,9 +38,9 @@ def test_py_to_yaml_to_load_round_trip_is_equal(write, tmp_path):
     assert not os.path.exists(path + ".pkl")
     loaded = LazyConfig.load(path)
     assert loaded == cfg
-    assert OmegaConf.is_missing(loaded, "missing")
+    assert OmegaConf.is_missing(loaded.paths, "missing")
     assert loaded.train.output_dir == "/tmp/x/run"  # interpolation kept, still resolves
-    assert yaml.safe_load(open(path))["train"]["output_dir"] == "${out}/run"
+    assert yaml.safe_load(open(path))["train"]["output_dir"] == "${paths.out}/run"
     assert instantiate(loaded.blocks[1]).width == 1
 
 
@@ -99,11 +98,11 @@ def test_unserializable_values_warn_with_paths_and_are_pickled(tmp_path, caplog)
     assert not os.path.exists(path + ".pkl")
 
 
-def test_to_py_with_empty_prefix_is_a_loadable_config(write, tmp_path):
+def test_to_py_loadable_with_empty_prefix_is_a_config_file(write, tmp_path):
     cfg = LazyConfig.load(write("cfg.py", CONFIG_SOURCE))
     cfg.model.klass = LazyCall(Block)(width=1)
     cfg.model.klass._target_ = Block  # an object target, written by import path
-    source = LazyConfig.to_py(cfg, prefix="")
+    source = LazyConfig.to_py(cfg, prefix="", loadable=True)
     assert "LazyCall(" in source and f"'{_dotted(Block)}'" in source
     path = str(tmp_path / "generated.py")
     with open(path, "w") as handle:
@@ -112,13 +111,13 @@ def test_to_py_with_empty_prefix_is_a_loadable_config(write, tmp_path):
     assert LazyConfig.diff(cfg, loaded) == []
 
 
-def test_to_py_with_cfg_prefix_runs_against_a_namespace():
+def test_to_py_loadable_with_cfg_prefix_runs_against_a_namespace():
     cfg = DictConfig(
         {"train": {"lr": 0.1, "steps": [1, 2], "odd keys": {"a-b": 1}, "inf": float("inf")},
          "fn": os.path.join},
         flags={"allow_objects": True},
     )
-    source = LazyConfig.to_py(cfg)
+    source = LazyConfig.to_py(cfg, loadable=True)
     assert "cfg.train = " in source and "cfg.fn = locate(" in source
     namespace = {"cfg": types.SimpleNamespace()}
     exec(source, namespace)
@@ -127,8 +126,62 @@ def test_to_py_with_cfg_prefix_runs_against_a_namespace():
     assert rebuilt.fn is os.path.join
 
 
-def test_to_py_marks_values_it_cannot_express():
+def test_to_py_loadable_marks_values_it_cannot_express():
     cfg = DictConfig({"m": {"_target_": lambda: 0}}, flags={"allow_objects": True})
-    source = LazyConfig.to_py(cfg)
+    source = LazyConfig.to_py(cfg, loadable=True)
     assert "placeholders" in source and "#   m._target_" in source
     compile(source, "<to_py>", "exec")  # still valid Python
+
+
+# The readable form: reference text written out by hand, with black's layout rules
+# (88 columns; a literal with several items is exploded; a call's arguments stay on one
+# indented line when they fit there; exploded items end with a comma).
+READABLE_REFERENCE = """\
+cfg.data["odd key"].x = None
+cfg.data.ratio = float("inf")
+cfg.data.splits = [0.9, 0.05, 0.05]
+cfg.data.title = 'it\\'s a "test"'
+cfg.empty = {}
+cfg.fn = posixpath.join
+cfg.model = test_config_save.Block(
+    act="gelu_with_a_long_name_to_pass_the_line", width=test_config_save.Block(width=3)
+)
+cfg.net = test_config_save.Block(
+    act={
+        "first": [1, 2, 3],
+        "second": test_config_save.Block(width=1),
+        "third": "a string long enough to split",
+    },
+    width=2,
+)
+cfg.paths.root = "/out"
+cfg.tiny = test_config_save.Block(width=1)
+cfg.train.lr = 0.001
+cfg.train.output_dir = "/out/run"
+"""
+
+
+def test_to_py_readable_matches_a_reference_text():
+    cfg = DictConfig(
+        {
+            "train": {"output_dir": "${paths.root}/run", "lr": 1e-3},
+            "paths": {"root": "/out"},
+            "tiny": LazyCall(Block)(width=1),
+            "model": LazyCall(Block)(
+                width=LazyCall(Block)(width=3), act="gelu_with_a_long_name_to_pass_the_line"
+            ),
+            "net": LazyCall(Block)(
+                width=2,
+                act={"second": LazyCall(Block)(width=1), "first": [1, 2, 3],
+                     "third": "a string long enough to split"},
+            ),
+            "data": {"splits": [0.9, 0.05, 0.05], "ratio": float("inf"),
+                     "title": 'it\'s a "test"', "odd key": {"x": None}},
+            "empty": {},
+            "fn": os.path.join,
+        },
+        flags={"allow_objects": True},
+    )
+    text = LazyConfig.to_py(cfg)
+    assert text == READABLE_REFERENCE
+    assert all(len(line) <= 88 for line in text.splitlines())

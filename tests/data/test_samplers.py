@@ -133,7 +133,7 @@ def test_bad_arguments(kwargs, match):
 @pytest.mark.parametrize("micro", [1, 2, 4])
 @pytest.mark.parametrize("n", [1, 5, 7, 11, 12])
 def test_single_round_covers_once_and_pads_at_end(n, micro, dp):
-    per_rank = [list(SingleRoundSampler(Sized(n), micro, r, dp)) for r in range(dp)]
+    per_rank = [list(SingleRoundSampler(Sized(n), micro, data_parallel_rank=r, data_parallel_size=dp)) for r in range(dp)]
     steps = -(-n // (micro * dp))
     assert all(len(batches) == steps for batches in per_rank)
     assert all(len(b) == micro for batches in per_rank for b in batches)
@@ -143,12 +143,40 @@ def test_single_round_covers_once_and_pads_at_end(n, micro, dp):
 
 
 def test_single_round_drop_last_keeps_only_full_global_batches():
-    per_rank = [list(SingleRoundSampler(Sized(11), 2, r, 2, drop_last=True)) for r in range(2)]
+    per_rank = [list(SingleRoundSampler(Sized(11), 2, False, r, 2, drop_last=True)) for r in range(2)]
     assert per_rank == [[[0, 1], [4, 5]], [[2, 3], [6, 7]]]
     with pytest.raises(ValueError, match="drop_last=True with 3 samples and a global batch of 4"):
-        SingleRoundSampler(Sized(3), 2, 0, 2, drop_last=True)
+        SingleRoundSampler(Sized(3), 2, data_parallel_rank=0, data_parallel_size=2, drop_last=True)
 
 
 def test_single_round_empty_dataset():
     with pytest.raises(ValueError, match="empty dataset"):
         SingleRoundSampler(Sized(0), 2)
+
+
+# ------------------------------------------------------------------------- names and LiBai's spelling
+def test_batch_size_per_rank_and_libai_keyword_are_one_argument():
+    ours = CyclicSampler(Sized(12), batch_size_per_rank=3, seed=4)
+    theirs = CyclicSampler(Sized(12), micro_batch_size=3, seed=4)
+    assert take(ours, 5) == take(theirs, 5)
+    assert ours.batch_size_per_rank == theirs.micro_batch_size == 3
+    with pytest.raises(TypeError, match="give batch_size_per_rank or micro_batch_size .* not both"):
+        CyclicSampler(Sized(12), 3, micro_batch_size=3)
+    with pytest.raises(TypeError, match="missing batch_size_per_rank"):
+        SingleRoundSampler(Sized(12))
+
+
+def test_single_round_takes_libai_positional_order():
+    # LiBai: (dataset, micro_batch_size, shuffle, data_parallel_rank, data_parallel_size, seed, drop_last)
+    rank1 = list(SingleRoundSampler(Sized(10), 2, False, 1, 2, 0, True))
+    assert rank1 == [[2, 3], [6, 7]]
+
+
+def test_single_round_shuffle_is_a_seeded_permutation_padded_at_the_end():
+    n, micro, dp = 11, 2, 2
+    per_rank = [list(SingleRoundSampler(Sized(n), micro, True, r, dp, seed=3)) for r in range(dp)]
+    flat = [i for step in zip(*per_rank) for batch in step for i in batch]
+    order = [int(i) for i in np.random.default_rng(3).permutation(n)]
+    assert flat[:n] == order and flat[n:] == [order[-1]]
+    again = [list(SingleRoundSampler(Sized(n), micro, True, r, dp, seed=3)) for r in range(dp)]
+    assert again == per_rank

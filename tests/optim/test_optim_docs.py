@@ -20,5 +20,5 @@ def test_examples_run_and_print_the_documented_values(capsys):
         "1 {'weight_decay': 0.0, 'lr': 0.001}",
         "1 {'weight_decay': 0.05}",
         "3 {'weight_decay': 0.0}",
-        "[0.001, 0.0505, 0.1, 0.08842, 0.0505, 0.00103]",
+        "[0.001, 0.04929, 0.09758, 0.0796, 0.04276, 0.00102]",
     ]

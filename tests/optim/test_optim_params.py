@@ -4,7 +4,13 @@ import oneflow as flow
 import pytest
 from omegaconf import OmegaConf
 
-from libai.optim import build_optimizer, get_default_optimizer_params, is_norm_module
+from libai.optim import (
+    build_optimizer,
+    expand_param_groups,
+    get_default_optimizer_params,
+    is_norm_module,
+    reduce_param_groups,
+)
 
 
 class ScaleNorm(flow.nn.Module):
@@ -46,7 +52,9 @@ def _group_of(groups, param):
 
 def test_bias_and_norm_parameters_get_their_own_weight_decay():
     net = Net()
-    groups = get_default_optimizer_params(net, base_lr=0.1, weight_decay=0.05)
+    groups = get_default_optimizer_params(
+        net, base_lr=0.1, weight_decay=0.05, weight_decay_norm=0.0, weight_decay_bias=0.0
+    )
     for p in (net.fc.weight, net.block.proj.weight, net.block.pos_embed):
         assert _group_of(groups, p)["weight_decay"] == 0.05
     for p in (net.fc.bias, net.block.proj.bias, net.ln.weight, net.ln.bias, net.block.norm.weight):
@@ -56,20 +64,77 @@ def test_bias_and_norm_parameters_get_their_own_weight_decay():
 
 def test_each_trainable_parameter_appears_once_and_frozen_ones_not_at_all():
     net = Net()
-    groups = get_default_optimizer_params(net, weight_decay=0.05, weight_decay_bias=0.01)
+    groups = get_default_optimizer_params(
+        net, weight_decay=0.05, weight_decay_norm=0.0, weight_decay_bias=0.01
+    )
     listed = [p for g in groups for p in g["params"]]
     trainable = {id(p) for p in net.parameters() if p.requires_grad}
     assert len(listed) == len(trainable) == 8
     assert {id(p) for p in listed} == trainable
-    # three distinct option sets: decayed weights, biases (0.01), norm parameters (0.0)
+    # three distinct option sets: decayed weights, biases (0.01), norm weights (0.0)
     assert sorted(g["weight_decay"] for g in groups) == [0.0, 0.01, 0.05]
-    assert _group_of(groups, net.ln.bias)["weight_decay"] == 0.0  # norm rule beats bias rule
+    assert _group_of(groups, net.ln.weight)["weight_decay"] == 0.0
+    assert _group_of(groups, net.ln.bias)["weight_decay"] == 0.01  # bias rule beats norm rule
+
+
+def test_norm_and_bias_rules_are_off_by_default():
+    net = Net()
+    groups = get_default_optimizer_params(net, weight_decay=0.05)
+    assert len(groups) == 1 and groups[0]["weight_decay"] == 0.05
+    assert len(groups[0]["params"]) == 8
+
+
+def test_bias_rule_and_a_bias_override_together_are_refused():
+    with pytest.raises(ValueError, match=r"weight_decay_bias=0.0 and overrides\['bias'\]"):
+        get_default_optimizer_params(
+            Net(), weight_decay_bias=0.0, overrides={"bias": {"weight_decay": 0.1}}
+        )
 
 
 def test_none_leaves_options_to_the_optimizer_defaults():
     groups = get_default_optimizer_params(Net(), weight_decay_norm=None, weight_decay_bias=None)
     assert len(groups) == 1
     assert set(groups[0]) == {"params"}
+
+
+def test_expand_gives_each_parameter_the_merged_options_of_its_groups():
+    a, b, c = flow.nn.Parameter(flow.zeros(1)), flow.nn.Parameter(flow.zeros(1)), flow.nn.Parameter(flow.zeros(1))
+    groups = [
+        {"params": [a, b], "lr": 1.0, "weight_decay": 0.5},
+        {"params": [b, c], "lr": 2.0, "betas": (0.8, 0.9)},
+        {"params": [a], "weight_decay": 0.0},
+    ]
+    out = expand_param_groups(groups)
+    assert [g["params"][0] for g in out] == [a, b, c] and all(len(g["params"]) == 1 for g in out)
+    assert [{k: v for k, v in g.items() if k != "params"} for g in out] == [
+        {"lr": 1.0, "weight_decay": 0.0},
+        {"lr": 2.0, "weight_decay": 0.5, "betas": (0.8, 0.9)},
+        {"lr": 2.0, "betas": (0.8, 0.9)},
+    ]
+    with pytest.raises(ValueError, match="param group 0 has no 'params'"):
+        expand_param_groups([{"lr": 1.0}])
+
+
+def test_reduce_merges_parameters_with_equal_options_in_first_seen_order():
+    p = [flow.nn.Parameter(flow.zeros(1)) for _ in range(5)]
+    groups = [
+        {"params": [p[0]], "lr": 1.0},
+        {"params": [p[1], p[2]], "weight_decay": 0.1, "lr": 2.0},
+        {"params": [p[3]], "lr": 2.0, "weight_decay": 0.1},  # same options, other key order
+        {"params": [p[4]], "lr": 1.0},
+        {"params": [p[0]], "momentum": 0.9},  # p[0] gains an option: it leaves the lr=1 group
+    ]
+    out = reduce_param_groups(groups)
+    assert [[id(x) for x in g["params"]] for g in out] == [
+        [id(p[0])], [id(p[1]), id(p[2]), id(p[3])], [id(p[4])]
+    ]
+    assert [{k: v for k, v in g.items() if k != "params"} for g in out] == [
+        {"lr": 1.0, "momentum": 0.9}, {"weight_decay": 0.1, "lr": 2.0}, {"lr": 1.0}
+    ]
+    from libai.optim import build  # LiBai's spelling of the same functions
+
+    assert build._expand_param_groups is expand_param_groups
+    assert build.reduce_param_groups is reduce_param_groups
 
 
 def test_overrides_by_short_and_full_name():
@@ -96,7 +161,9 @@ def test_full_name_override_wins_over_short_name():
 
 
 def test_clip_keys_go_into_every_group():
-    groups = get_default_optimizer_params(Net(), weight_decay=0.1, clip_grad_max_norm=1.0)
+    groups = get_default_optimizer_params(
+        Net(), weight_decay=0.1, weight_decay_bias=0.0, clip_grad_max_norm=1.0
+    )
     assert len(groups) == 2
     for g in groups:
         assert (g["clip_grad_max_norm"], g["clip_grad_norm_type"]) == (1.0, 2.0)
@@ -214,6 +281,7 @@ def _optim_cfg():
             "params": {
                 "_target_": "libai.optim.get_default_optimizer_params",
                 "weight_decay": 0.05,
+                "weight_decay_norm": 0.0,
                 "clip_grad_max_norm": 1.0,
                 "overrides": {"pos_embed": {"weight_decay": 0.0}},
             },
@@ -254,7 +322,7 @@ def test_libai_layer_norm_is_a_norm(local_layout):
     model = flow.nn.Module()
     model.proj = flow.nn.Linear(3, 3, bias=False)
     model.norm = LayerNorm(3)
-    groups = get_default_optimizer_params(model, weight_decay=0.05)
+    groups = get_default_optimizer_params(model, weight_decay=0.05, weight_decay_norm=0.0)
     assert _group_of(groups, model.norm.weight)["weight_decay"] == 0.0
     assert _group_of(groups, model.norm.bias)["weight_decay"] == 0.0
     assert _group_of(groups, model.proj.weight)["weight_decay"] == 0.05
@@ -265,7 +333,7 @@ def test_build_optimizer_from_lazycall_nodes():
 
     net = Net()
     cfg = LazyCall(flow.optim.AdamW)(
-        params=LazyCall(get_default_optimizer_params)(weight_decay_bias=0.02),
+        params=LazyCall(get_default_optimizer_params)(weight_decay_norm=0.0, weight_decay_bias=0.02),
         lr=1e-3,
         weight_decay=0.1,
         betas=(0.8, 0.9),

@@ -1,4 +1,4 @@
-"""Memory-mapped indexed token datasets: one writer, one lazy reader.
+"""Memory-mapped indexed token datasets: one writer, one lazy reader, three index layouts.
 
 A tokenized corpus is two files sharing a *prefix*: ``PREFIX.bin`` holds every token id of
 every sentence back to back, and ``PREFIX.idx`` says where each sentence starts, how long it
@@ -6,30 +6,30 @@ is, and which sentences form a document. The reader maps both files and never lo
 tokens, so a corpus far bigger than memory opens instantly and any sentence or document is one
 slice away (O(1) random access).
 
-``.idx`` format, version 1 (all integers little-endian)::
-
-    offset  size          field
-    0       8             magic  b"LBTXTIDX"
-    8       4  uint32     version (1)
-    12      1  uint8      dtype code of the tokens in .bin (see _DTYPE_CODES)
-    13      3             zero padding (keeps the arrays below 8-byte aligned)
-    16      8  uint64     num_items       (sentences; a document-level corpus has one per doc)
-    24      8  uint64     num_doc_idx     (= num_documents + 1)
-    32      8  uint64     num_tokens      (total tokens in .bin; checked against its length)
-    40      8*num_items   int64 pointers  (byte offset of each item in .bin)
-    ..      8*num_doc_idx int64 doc_idx   (item index where each document starts; last = num_items)
-    ..      4*num_items   int32 sizes     (tokens per item)
-
-Items of one document are contiguous in ``.bin``, so a whole document (or any token range of
-it) is also a single slice: :meth:`MMapIndexedDataset.get_document`.
+The ``.idx`` layout is recognised from its magic bytes (see :mod:`.index_formats`): Megatron-LM's
+and LiBai's ``MMIDIDX`` (what the builder writes by default, so their tools read our corpora),
+their older ``TNTIDX`` (``--dataset-impl lazy``/``cached``), and libai's first layout
+``LBTXTIDX``. Whatever the layout, items of one document are contiguous in ``.bin``, so a whole
+document (or any token range of it) is a single slice: :meth:`MMapIndexedDataset.get_document`.
 """
+import logging
 import os
-import struct
 from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
+from libai.data.data_utils.index_formats import (
+    FORMATS,
+    IndexFormatError,
+    decode_index,
+    encode_index,
+    supported_formats,
+)
+
 __all__ = [
+    "DATA_IMPLS",
+    "IndexedCachedDataset",
+    "IndexedDataset",
     "MMapIndexedDataset",
     "MMapIndexedDatasetBuilder",
     "IndexedDatasetError",
@@ -37,22 +37,16 @@ __all__ = [
     "data_file_path",
     "index_file_path",
     "get_indexed_dataset",
+    "make_builder",
 ]
 
-_MAGIC = b"LBTXTIDX"
-_VERSION = 1
-_HEADER = struct.Struct("<8sIB3xQQQ")  # magic, version, dtype code, num_items, num_doc_idx, num_tokens
-# Our own codes; never renumber one (files written earlier would change meaning).
-_DTYPE_CODES = {
-    1: np.uint8,
-    2: np.int8,
-    3: np.int16,
-    4: np.int32,
-    5: np.int64,
-    6: np.uint16,
-    7: np.uint32,
-}
-_CODE_OF_DTYPE = {np.dtype(v): k for k, v in _DTYPE_CODES.items()}
+logger = logging.getLogger(__name__)
+
+# LiBai's / Megatron's ``data_impl`` names, and the index layout each one writes. The reader needs
+# none of them (it reads the layout from the file); "infer" is Megatron's "look at the file".
+DATA_IMPLS = {"mmap": "MMIDIDX", "lazy": "TNTIDX", "cached": "TNTIDX", "libai": "LBTXTIDX"}
+_READ_IMPLS = ("mmap", "lazy", "cached", "infer", "libai")
+DEFAULT_INDEX_FORMAT = "MMIDIDX"
 
 
 class IndexedDatasetError(ValueError):
@@ -84,6 +78,13 @@ def best_fitting_dtype(vocab_size: Optional[int]) -> type:
 class MMapIndexedDatasetBuilder:
     """Append items (sentences) and document boundaries, then write the index.
 
+    Args:
+        bin_path: the ``.bin`` to write (``PREFIX.bin``).
+        dtype: token dtype; :func:`best_fitting_dtype` picks the smallest that holds a vocabulary.
+        index_format: ``.idx`` layout: ``"MMIDIDX"`` (default; what Megatron-LM and LiBai read
+            with ``data_impl="mmap"``), ``"TNTIDX"`` (their ``lazy``/``cached``) or ``"LBTXTIDX"``
+            (libai's first layout). The ``.bin`` is the same for all three.
+
     Example::
 
         builder = MMapIndexedDatasetBuilder("corpus_text_document.bin", dtype=np.uint16)
@@ -91,18 +92,28 @@ class MMapIndexedDatasetBuilder:
         builder.finalize("corpus_text_document.idx")
     """
 
-    def __init__(self, bin_path: str, dtype: Union[type, np.dtype] = np.int32) -> None:
+    def __init__(
+        self, bin_path: str, dtype: Union[type, np.dtype] = np.int32, index_format: str = DEFAULT_INDEX_FORMAT
+    ) -> None:
         self._dtype = np.dtype(dtype)
-        if self._dtype not in _CODE_OF_DTYPE:
+        if index_format not in FORMATS:
             raise IndexedDatasetError(
-                f"token dtype {self._dtype} is not supported; use one of "
-                f"{sorted(str(np.dtype(d)) for d in _DTYPE_CODES.values())}"
+                f"unknown index_format {index_format!r}; use one of {sorted(FORMATS)}"
             )
+        try:  # refuse a dtype the layout cannot record before writing any token
+            encode_index(index_format, self._dtype, [], [0])
+        except IndexFormatError as exc:
+            raise IndexedDatasetError(str(exc)) from None
+        self._index_format = index_format
         self._bin_path = bin_path
         self._file = open(bin_path, "wb")
         self._sizes: List[int] = []
         self._doc_idx: List[int] = [0]
         self._num_tokens = 0
+
+    @property
+    def index_format(self) -> str:
+        return self._index_format
 
     @property
     def dtype(self) -> np.dtype:
@@ -160,20 +171,10 @@ class MMapIndexedDatasetBuilder:
         if self._doc_idx[-1] != len(self._sizes):
             # Trailing items without end_document() still belong to a document.
             self._doc_idx.append(len(self._sizes))
-        sizes = np.asarray(self._sizes, dtype=np.int32)
-        pointers = np.zeros(len(sizes), dtype=np.int64)
-        if len(sizes) > 1:
-            np.cumsum(sizes[:-1].astype(np.int64) * self._dtype.itemsize, out=pointers[1:])
-        doc_idx = np.asarray(self._doc_idx, dtype=np.int64)
-        header = _HEADER.pack(
-            _MAGIC, _VERSION, _CODE_OF_DTYPE[self._dtype], len(sizes), len(doc_idx), self._num_tokens
-        )
+        payload = encode_index(self._index_format, self._dtype, self._sizes, self._doc_idx)
         tmp_path = idx_path + ".tmp"
         with open(tmp_path, "wb") as out:
-            out.write(header)
-            out.write(pointers.tobytes())
-            out.write(doc_idx.tobytes())
-            out.write(sizes.tobytes())
+            out.write(payload)
         os.replace(tmp_path, idx_path)
 
 
@@ -181,18 +182,25 @@ class MMapIndexedDatasetBuilder:
 # Reader
 # ------------------------------------------------------------------------------------------
 class MMapIndexedDataset:
-    """Lazy, memory-mapped view of ``PREFIX.bin`` + ``PREFIX.idx``.
+    """Lazy, memory-mapped view of ``PREFIX.bin`` + ``PREFIX.idx`` (any layout in
+    :mod:`.index_formats`, recognised from the file).
 
     ``ds[i]`` is the token array of item (sentence) ``i``; ``ds.get(i, offset, length)`` a part
     of it; ``ds.get_document(d, offset, length)`` a token range of document ``d`` spanning its
     sentences. Arrays returned are read-only views into the mapped file: copy before editing.
     The object pickles by prefix, so DataLoader workers reopen the files instead of copying them.
-    ``skip_warmup`` is accepted for LiBai/Megatron compatibility; pages are read on demand either way.
+
+    ``skip_warmup=False`` reads both files through once at opening, as Megatron and LiBai do, so
+    that the first epoch finds them in the page cache; the default skips it (pages are read on
+    demand, which is what a corpus larger than memory needs anyway).
     """
 
     def __init__(self, path_prefix: str, skip_warmup: bool = True) -> None:
         self._prefix = path_prefix
         self._open()
+        if not skip_warmup:
+            for path in (index_file_path(path_prefix), data_file_path(path_prefix)):
+                _read_through(path)
 
     # ----------------------------------------------------------------- opening and checks
     def _open(self) -> None:
@@ -206,7 +214,7 @@ class MMapIndexedDataset:
                     "pass the prefix without extension (e.g. .../corpus_text_document)"
                 )
         self._index_map = np.memmap(idx_path, dtype=np.uint8, mode="r")
-        self._read_header(idx_path)
+        self._read_index()
         self._check_bin(bin_path)
         if self._num_tokens:
             self._bin_map = np.memmap(bin_path, dtype=self._dtype, mode="r")
@@ -220,37 +228,27 @@ class MMapIndexedDataset:
             f"{problem}. Re-run tools/preprocess_data.py to rebuild it"
         )
 
-    def _read_header(self, idx_path: str) -> None:
-        raw = self._index_map
-        if len(raw) < _HEADER.size:
-            raise self._corrupt(f"file is {len(raw)} bytes, shorter than the {_HEADER.size}-byte header")
-        magic, version, code, n_items, n_doc_idx, n_tokens = _HEADER.unpack(bytes(raw[: _HEADER.size]))
-        if magic != _MAGIC:
-            raise self._corrupt(f"bad magic {magic!r} (expected {_MAGIC!r}); not a libai index file")
-        if version != _VERSION:
-            raise self._corrupt(f"format version {version}, this reader understands {_VERSION}")
-        if code not in _DTYPE_CODES:
-            raise self._corrupt(f"unknown dtype code {code}")
-        expected = _HEADER.size + 8 * n_items + 8 * n_doc_idx + 4 * n_items
-        if len(raw) != expected:
-            raise self._corrupt(
-                f"{len(raw)} bytes but the header announces {n_items} items and "
-                f"{n_doc_idx - 1} documents ({expected} bytes); the file is truncated or damaged"
-            )
-        self._dtype = np.dtype(_DTYPE_CODES[code])
-        self._num_tokens = int(n_tokens)
-        off = _HEADER.size
-        self._pointers = np.frombuffer(raw, dtype=np.int64, count=n_items, offset=off)
-        off += 8 * n_items
-        self._doc_idx = np.frombuffer(raw, dtype=np.int64, count=n_doc_idx, offset=off)
-        off += 8 * n_doc_idx
-        self._sizes = np.frombuffer(raw, dtype=np.int32, count=n_items, offset=off)
-        if n_doc_idx < 1 or self._doc_idx[0] != 0 or self._doc_idx[-1] != n_items:
+    def _read_index(self) -> None:
+        try:
+            fmt, arrays = decode_index(self._index_map)
+        except IndexFormatError as exc:
+            raise self._corrupt(str(exc)) from None
+        self._index_format = fmt.name
+        self._dtype = arrays.dtype
+        self._sizes, self._pointers, self._doc_idx = arrays.sizes, arrays.pointers, arrays.doc_idx
+        self._num_tokens = arrays.num_tokens
+        n_items = len(self._sizes)
+        if len(self._doc_idx) < 1 or self._doc_idx[0] != 0 or self._doc_idx[-1] != n_items:
             raise self._corrupt("document index does not start at 0 and end at the item count")
-        if n_doc_idx > 1 and np.any(np.diff(self._doc_idx) < 0):
+        if len(self._doc_idx) > 1 and np.any(np.diff(self._doc_idx) < 0):
             raise self._corrupt("document index is not non-decreasing")
-        if int(self._sizes.sum(dtype=np.int64)) != self._num_tokens:
-            raise self._corrupt("item sizes do not add up to the token count in the header")
+        if n_items and (
+            self._pointers[0] != 0
+            or int(self._pointers[-1]) + int(self._sizes[-1]) * self._dtype.itemsize
+            != self._num_tokens * self._dtype.itemsize
+        ):
+            # get_document reads a document as one slice: items must lie back to back.
+            raise self._corrupt("item pointers do not lay the items back to back from byte 0")
 
     def _check_bin(self, bin_path: str) -> None:
         expected = self._num_tokens * self._dtype.itemsize
@@ -321,6 +319,29 @@ class MMapIndexedDataset:
         """Item index where each document starts, plus the item count at the end."""
         return self._doc_idx
 
+    def get_doc_idx(self) -> np.ndarray:
+        """Same as :attr:`doc_idx` (LiBai's spelling)."""
+        return self._doc_idx
+
+    def set_doc_idx(self, doc_idx: Union[Sequence[int], np.ndarray]) -> None:
+        """Regroup the items into other documents (LiBai's dataset splitting does this).
+
+        ``doc_idx`` must start at 0, end at the item count and never decrease.
+        """
+        array = np.asarray(doc_idx, dtype=np.int64)
+        if len(array) < 1 or array[0] != 0 or array[-1] != len(self) or np.any(np.diff(array) < 0):
+            raise ValueError(
+                f"doc_idx must start at 0, end at the item count {len(self)} and never decrease; "
+                f"got {len(array)} entries from {array[:1].tolist()} to {array[-1:].tolist()}"
+            )
+        self._doc_idx = array
+        self._doc_sizes = None
+
+    @property
+    def index_format(self) -> str:
+        """Layout of the ``.idx`` file: ``"MMIDIDX"``, ``"TNTIDX"`` or ``"LBTXTIDX"``."""
+        return self._index_format
+
     @property
     def num_documents(self) -> int:
         return len(self._doc_idx) - 1
@@ -357,15 +378,61 @@ class MMapIndexedDataset:
     def __repr__(self) -> str:
         return (
             f"MMapIndexedDataset({self._prefix!r}, items={len(self)}, documents={self.num_documents}, "
-            f"tokens={self._num_tokens}, dtype={self._dtype})"
+            f"tokens={self._num_tokens}, dtype={self._dtype}, index={self._index_format})"
         )
 
 
-def get_indexed_dataset(data_prefix: str, data_impl: str = "mmap", skip_warmup: bool = True) -> MMapIndexedDataset:
-    """Open an indexed dataset by prefix (the LiBai-style config entry point).
+class IndexedDataset(MMapIndexedDataset):
+    """LiBai's name for the reader of ``data_impl="lazy"`` corpora; the same reader (it reads
+    every layout, recognised from the file)."""
 
-    Only the ``mmap`` implementation exists: it is the one that scales (lazy, O(1) access).
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+
+
+class IndexedCachedDataset(IndexedDataset):
+    """LiBai's name for the reader of ``data_impl="cached"`` corpora. Reading is memory-mapped,
+    so the operating system's page cache does the caching."""
+
+
+def _read_through(path: str, block: int = 64 << 20) -> None:
+    with open(path, "rb") as handle:
+        while handle.read(block):
+            pass
+
+
+def get_indexed_dataset(
+    data_prefix: str, data_impl: str = "mmap", skip_warmup: bool = False
+) -> MMapIndexedDataset:
+    """Open the corpus ``data_prefix`` (``.bin``/``.idx`` without the extension); the LiBai and
+    Megatron-LM entry point of configs.
+
+    The index layout is read from the file's magic, so ``data_impl`` (``"mmap"``, ``"lazy"``,
+    ``"cached"``, ``"infer"``) only has to be one of the names those tools use: a corpus made by
+    Megatron-LM's or LiBai's ``preprocess_data.py`` with any of them, or by ours, opens unchanged.
+    ``skip_warmup=False`` reads the files through once first (see :class:`MMapIndexedDataset`).
     """
-    if data_impl != "mmap":
-        raise ValueError(f"data_impl={data_impl!r} is not supported; use 'mmap'")
-    return MMapIndexedDataset(data_prefix, skip_warmup=skip_warmup)
+    if data_impl not in _READ_IMPLS:
+        raise ValueError(
+            f"data_impl={data_impl!r} is not supported; use one of {list(_READ_IMPLS)} (the layout "
+            f"itself is read from the file). Readable index layouts: {supported_formats()}"
+        )
+    dataset = MMapIndexedDataset(data_prefix, skip_warmup=skip_warmup)
+    logger.info(
+        "indexed dataset %s: %s index, %d documents, %d sentences, %d tokens", data_prefix,
+        dataset.index_format, dataset.num_documents, len(dataset), dataset.num_tokens,
+    )
+    return dataset
+
+
+def make_builder(out_file: str, impl: str = "mmap", vocab_size: Optional[int] = None) -> MMapIndexedDatasetBuilder:
+    """A builder writing ``out_file`` (the ``.bin``) in the layout LiBai's ``impl`` names.
+
+    As in LiBai, ``mmap`` stores tokens in :func:`best_fitting_dtype` of ``vocab_size`` and
+    ``lazy``/``cached`` in int32; ``libai`` writes the LBTXTIDX layout with the fitting dtype.
+    """
+    if impl not in DATA_IMPLS:
+        raise ValueError(f"impl={impl!r} is not supported; use one of {sorted(DATA_IMPLS)}")
+    index_format = DATA_IMPLS[impl]
+    dtype = np.int32 if index_format == "TNTIDX" else best_fitting_dtype(vocab_size)
+    return MMapIndexedDatasetBuilder(out_file, dtype, index_format=index_format)

@@ -23,9 +23,9 @@ import numpy as np
 
 from libai.data.data_utils.indexed_dataset import (
     MMapIndexedDatasetBuilder,
-    best_fitting_dtype,
     data_file_path,
     index_file_path,
+    make_builder,
 )
 from libai.data.data_utils.sentence_splitter import split_sentences
 
@@ -79,11 +79,13 @@ class LineEncoder:
         split_sentences: store each sentence as an item (BERT/T5) instead of one item per document.
         append_eod: append ``tokenizer.eod_id`` to each document so that GPT samples, which
             span documents, see where one ends.
+        keep_newlines: with ``split_sentences``, each sentence keeps the whitespace and line
+            breaks that follow it (see :func:`split_sentences`).
     """
 
     def __init__(
         self, tokenizer: Any, json_keys: Sequence[str] = ("text",), split_sentences: bool = False,
-        append_eod: bool = False,
+        append_eod: bool = False, keep_newlines: bool = False,
     ) -> None:
         if append_eod and getattr(tokenizer, "eod_id", None) is None:
             raise ValueError("append_eod needs a tokenizer with an eod_id; this one has none")
@@ -91,6 +93,7 @@ class LineEncoder:
         self.json_keys = list(json_keys)
         self.split_sentences = split_sentences
         self.append_eod = append_eod
+        self.keep_newlines = keep_newlines
 
     def encode(self, item: Tuple[int, bytes]) -> EncodedLine:
         line_no, raw = item
@@ -125,7 +128,7 @@ class LineEncoder:
         return result
 
     def _tokenize(self, text: str) -> List[np.ndarray]:
-        pieces = split_sentences(text) if self.split_sentences else [text]
+        pieces = split_sentences(text, self.keep_newlines) if self.split_sentences else [text]
         sentences = []
         for piece in pieces:
             ids = list(self.tokenizer.encode(piece, add_special_tokens=False))
@@ -195,11 +198,16 @@ def preprocess_jsonl(
     strict: bool = False,
     vocab_size: Optional[int] = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
+    dataset_impl: str = "mmap",
+    keep_newlines: bool = False,
 ) -> PreprocessSummary:
     """Tokenize a JSON-lines file into one indexed dataset per key; return the run's summary.
 
-    The token dtype is the smallest that holds ``vocab_size`` (default: ``len(tokenizer)`` or
-    ``tokenizer.vocab_size``). Raises :class:`MalformedLineError` on the first bad line when
+    ``dataset_impl`` picks the ``.idx`` layout by LiBai's names: ``"mmap"`` (Megatron-LM's and
+    LiBai's ``MMIDIDX``, the default), ``"lazy"``/``"cached"`` (their older ``TNTIDX``) or
+    ``"libai"`` (libai's first layout, ``LBTXTIDX``); see :func:`make_builder`. With ``mmap`` and
+    ``libai`` the token dtype is the smallest that holds ``vocab_size`` (default:
+    ``len(tokenizer)`` or ``tokenizer.vocab_size``); ``lazy``/``cached`` store int32. Raises :class:`MalformedLineError` on the first bad line when
     ``strict``; otherwise each bad line is logged as ``LINE N: reason`` and skipped.
     """
     if not os.path.isfile(input_path):
@@ -208,10 +216,10 @@ def preprocess_jsonl(
         raise ValueError(f"workers must be >= 1, got {workers}")
     out_dir = os.path.dirname(os.path.abspath(output_prefix))
     os.makedirs(out_dir, exist_ok=True)
-    encoder = LineEncoder(tokenizer, json_keys, split_sentences, append_eod)
-    dtype = best_fitting_dtype(vocab_size if vocab_size is not None else _vocab_size_of(tokenizer))
+    encoder = LineEncoder(tokenizer, json_keys, split_sentences, append_eod, keep_newlines)
+    size = vocab_size if vocab_size is not None else _vocab_size_of(tokenizer)
     prefixes = {key: output_prefix_for(output_prefix, key, split_sentences) for key in json_keys}
-    builders = {key: MMapIndexedDatasetBuilder(data_file_path(p), dtype) for key, p in prefixes.items()}
+    builders = {key: make_builder(data_file_path(p), dataset_impl, size) for key, p in prefixes.items()}
     summary = PreprocessSummary(outputs=dict(prefixes))
     progress = _Progress(log_interval, log)
     start = time.perf_counter()

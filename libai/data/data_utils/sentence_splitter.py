@@ -15,9 +15,9 @@ Rules, in order:
   * CJK terminators end a sentence even without following whitespace.
 """
 import re
-from typing import List
+from typing import List, Tuple
 
-__all__ = ["split_sentences"]
+__all__ = ["sentence_spans", "split_sentences"]
 
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs eq no nos vol pp ch sec
@@ -39,33 +39,59 @@ def _ends_with_abbreviation(chunk: str) -> bool:
     return last in _ABBREVIATIONS
 
 
-def _split_paragraph(paragraph: str) -> List[str]:
-    sentences: List[str] = []
+def _paragraph_spans(paragraph: str, base: int) -> List[Tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``paragraph`` (offsets shifted by ``base``), with
+    surrounding whitespace excluded."""
+    cuts = [0]
     start = 0
     for match in _BOUNDARY.finditer(paragraph):
-        end = match.end(1)
-        candidate = paragraph[start:end]
-        if match.group(1).startswith(".") and _ends_with_abbreviation(candidate):
+        if match.group(1).startswith(".") and _ends_with_abbreviation(paragraph[start : match.end(1)]):
             continue
-        sentences.append(candidate)
+        cuts.append(match.end(1))
         start = match.end()
-    sentences.append(paragraph[start:])
-    out: List[str] = []
-    for sentence in sentences:
-        pieces = _CJK_BOUNDARY.split(sentence)
-        # re.split with a group alternates text and terminators: glue each terminator back.
-        for i in range(0, len(pieces), 2):
-            piece = pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
+    cuts.append(len(paragraph))
+    spans: List[Tuple[int, int]] = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        inner = [lo] + [m.end() for m in _CJK_BOUNDARY.finditer(paragraph, lo, hi)] + [hi]
+        for a, b in zip(inner[:-1], inner[1:]):
+            piece = paragraph[a:b]
             if piece.strip():
-                out.append(piece.strip())
+                lead = len(piece) - len(piece.lstrip())
+                spans.append((base + a + lead, base + a + len(piece.rstrip())))
+    return spans
+
+
+def _paragraphs(text: str) -> List[Tuple[int, int]]:
+    """``(start, end)`` of each paragraph (text between blank lines)."""
+    bounds, start = [], 0
+    for match in _PARAGRAPH.finditer(text):
+        bounds.append((start, match.start()))
+        start = match.end()
+    bounds.append((start, len(text)))
+    return bounds
+
+
+def sentence_spans(text: str) -> List[Tuple[int, int]]:
+    """``(start, end)`` offsets of each sentence of ``text``, whitespace around it excluded."""
+    return [span for lo, hi in _paragraphs(text) for span in _paragraph_spans(text[lo:hi], lo)]
+
+
+def split_sentences(text: str, keep_newlines: bool = False) -> List[str]:
+    """Split ``text`` into sentences, never empty; ``[]`` for blank text.
+
+    By default each sentence is stripped, and a sentence of a paragraph that spans lines has
+    its whitespace runs collapsed to single spaces. With ``keep_newlines`` the cut points are
+    the same but each sentence keeps the whitespace (line breaks included) that follows it, so
+    the sentences joined give back the text without its leading whitespace: what a tokenizer
+    that encodes newlines (GPT-2's) should see. LiBai's ``--keep-newlines`` asks for this.
+    """
+    if keep_newlines:
+        spans = sentence_spans(text)
+        ends = [s for s, _ in spans[1:]] + [len(text)]
+        return [text[s:e] for (s, _), e in zip(spans, ends)]
+    out: List[str] = []
+    for lo, hi in _paragraphs(text):
+        collapse = "\n" in text[lo:hi]
+        for s, e in _paragraph_spans(text[lo:hi], lo):
+            out.append(" ".join(text[s:e].split()) if collapse else text[s:e])
     return out
-
-
-def split_sentences(text: str) -> List[str]:
-    """Split ``text`` into sentences (stripped, never empty); ``[]`` for blank text."""
-    sentences: List[str] = []
-    for paragraph in _PARAGRAPH.split(text):
-        paragraph = " ".join(paragraph.split()) if "\n" in paragraph else paragraph
-        if paragraph.strip():
-            sentences.extend(_split_paragraph(paragraph))
-    return sentences

@@ -1,4 +1,6 @@
-"""The memory-mapped indexed dataset: round trips, random access and corruption errors."""
+"""The memory-mapped indexed dataset: round trips in every index layout, random access and
+corruption errors. (Reading files written by hand from Megatron's published layouts, and our
+writer's exact bytes: test_text_index_formats.py.)"""
 import os
 import pickle
 import struct
@@ -15,8 +17,11 @@ from libai.data.data_utils.indexed_dataset import (
 )
 
 
-def _build(prefix, documents, dtype):
-    builder = MMapIndexedDatasetBuilder(prefix + ".bin", dtype)
+FORMATS = ["MMIDIDX", "TNTIDX", "LBTXTIDX"]
+
+
+def _build(prefix, documents, dtype, index_format="MMIDIDX"):
+    builder = MMapIndexedDatasetBuilder(prefix + ".bin", dtype, index_format=index_format)
     for sentences in documents:
         for sentence in sentences:
             builder.add_item(sentence)
@@ -33,11 +38,13 @@ def _random_documents(rng, num_docs, high):
     return docs
 
 
+@pytest.mark.parametrize("index_format", FORMATS)
 @pytest.mark.parametrize("vocab_size", [1000, 70000])
-def test_round_trip_items_and_documents(tmp_path, vocab_size):
+def test_round_trip_items_and_documents(tmp_path, vocab_size, index_format):
     rng = np.random.default_rng(0)
     docs = _random_documents(rng, 30, vocab_size)
-    ds = _build(str(tmp_path / "c"), docs, best_fitting_dtype(vocab_size))
+    ds = _build(str(tmp_path / "c"), docs, best_fitting_dtype(vocab_size), index_format)
+    assert ds.index_format == index_format
     flat = [s for d in docs for s in d]
     assert len(ds) == len(flat) and ds.num_documents == len(docs)
     assert ds.dtype == (np.uint16 if vocab_size < 65500 else np.int32)
@@ -72,12 +79,38 @@ def test_pickles_by_prefix_and_reopens(tmp_path):
     np.testing.assert_array_equal(pickle.loads(blob)[0], [1, 2, 3])
 
 
-def test_get_indexed_dataset_and_bad_impl(tmp_path):
+@pytest.mark.parametrize("data_impl", ["mmap", "lazy", "cached", "infer"])
+def test_get_indexed_dataset_reads_the_layout_from_the_file(tmp_path, data_impl):
+    for index_format in FORMATS:  # any LiBai data_impl name opens any layout
+        prefix = str(tmp_path / index_format)
+        _build(prefix, [[[1, 2]], [[3]]], np.uint16, index_format)
+        ds = get_indexed_dataset(prefix, data_impl=data_impl, skip_warmup=False)
+        assert ds.index_format == index_format and [list(ds[i]) for i in range(2)] == [[1, 2], [3]]
+
+
+def test_get_indexed_dataset_bad_impl_names_the_supported_ones(tmp_path):
     prefix = str(tmp_path / "c")
     _build(prefix, [[[1]]], np.uint16)
-    assert len(get_indexed_dataset(prefix)) == 1
-    with pytest.raises(ValueError, match="data_impl='lazy' is not supported"):
-        get_indexed_dataset(prefix, data_impl="lazy")
+    with pytest.raises(ValueError, match=r"data_impl='sparse' is not supported; use one of "
+                       r"\['mmap', 'lazy', 'cached', 'infer', 'libai'\].*MMIDIDX.*TNTIDX.*LBTXTIDX"):
+        get_indexed_dataset(prefix, data_impl="sparse")
+
+
+def test_set_doc_idx_regroups_documents(tmp_path):
+    ds = _build(str(tmp_path / "c"), [[[1, 2], [3]], [[4]]], np.uint16)
+    ds.set_doc_idx([0, 1, 3])
+    assert list(ds.get_doc_idx()) == [0, 1, 3] and list(ds.document_sizes) == [2, 2]
+    np.testing.assert_array_equal(ds.get_document(1), [3, 4])
+    with pytest.raises(ValueError, match="end at the item count 3"):
+        ds.set_doc_idx([0, 2])
+
+
+def test_uint32_has_no_megatron_code(tmp_path):
+    with pytest.raises(IndexedDatasetError, match=r"uint32 cannot be stored in a MMIDIDX index"):
+        MMapIndexedDatasetBuilder(str(tmp_path / "c.bin"), np.uint32)
+    assert not os.path.exists(tmp_path / "c.bin")
+    ds = _build(str(tmp_path / "c"), [[[70000]]], np.uint32, "LBTXTIDX")
+    assert list(ds[0]) == [70000]
 
 
 def test_token_out_of_dtype_range_is_refused(tmp_path):
@@ -88,7 +121,7 @@ def test_token_out_of_dtype_range_is_refused(tmp_path):
 
 def test_merge_appends_documents(tmp_path):
     a = _build(str(tmp_path / "a"), [[[1, 2]], [[3]]], np.uint16)
-    _build(str(tmp_path / "b"), [[[4], [5, 6]]], np.uint16)
+    _build(str(tmp_path / "b"), [[[4], [5, 6]]], np.uint16, "LBTXTIDX")  # layouts mix
     builder = MMapIndexedDatasetBuilder(str(tmp_path / "m.bin"), np.uint16)
     builder.merge_file_(a.path_prefix)
     builder.merge_file_(str(tmp_path / "b"))
@@ -98,11 +131,23 @@ def test_merge_appends_documents(tmp_path):
 
 
 # ------------------------------------------------------------------------------- errors
-@pytest.fixture
-def built(tmp_path):
+# Where each layout keeps its version number, and its header size.
+VERSION_FIELD = {"MMIDIDX": (9, "<Q"), "TNTIDX": (8, "<Q"), "LBTXTIDX": (8, "<I")}
+HEADER_SIZE = {"MMIDIDX": 34, "TNTIDX": 56, "LBTXTIDX": 40}
+
+
+@pytest.fixture(params=FORMATS)
+def built(tmp_path, request):
     prefix = str(tmp_path / "corpus_text_document")
-    _build(prefix, [[[1, 2, 3], [4]], [[5, 6]]], np.uint16)
+    _build(prefix, [[[1, 2, 3], [4]], [[5, 6]]], np.uint16, request.param)
     return prefix
+
+
+def _layout(prefix):
+    with open(prefix + ".idx", "rb") as f:
+        head = f.read(9)
+    return next(name for name, magic in (("MMIDIDX", b"MMIDIDX"), ("TNTIDX", b"TNTIDX"),
+                                         ("LBTXTIDX", b"LBTXTIDX")) if head.startswith(magic))
 
 
 @pytest.mark.parametrize("missing", [".bin", ".idx"])
@@ -115,14 +160,16 @@ def test_missing_file_names_prefix(built, missing):
 def test_bad_magic_names_prefix(built):
     with open(built + ".idx", "r+b") as f:
         f.write(b"NOTMAGIC")
-    with pytest.raises(IndexedDatasetError, match=f"'{built}'.*bad magic b'NOTMAGIC'"):
+    with pytest.raises(IndexedDatasetError, match=f"'{built}'.*bad magic b'NOTMAGIC'; readable index "
+                       "layouts are: MMIDIDX .*TNTIDX .*LBTXTIDX"):
         MMapIndexedDataset(built)
 
 
 def test_unknown_version(built):
+    offset, fmt = VERSION_FIELD[_layout(built)]
     with open(built + ".idx", "r+b") as f:
-        f.seek(8)
-        f.write(struct.pack("<I", 99))
+        f.seek(offset)
+        f.write(struct.pack(fmt, 99))
     with pytest.raises(IndexedDatasetError, match="format version 99"):
         MMapIndexedDataset(built)
 
@@ -136,9 +183,10 @@ def test_truncated_index_names_prefix(built):
 
 
 def test_index_shorter_than_header(built):
+    header = HEADER_SIZE[_layout(built)]
     with open(built + ".idx", "r+b") as f:
         f.truncate(10)
-    with pytest.raises(IndexedDatasetError, match="shorter than the 40-byte header"):
+    with pytest.raises(IndexedDatasetError, match=f"is 10 bytes, shorter than the {header}-byte header"):
         MMapIndexedDataset(built)
 
 

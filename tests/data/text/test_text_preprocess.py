@@ -155,3 +155,99 @@ def test_cli_end_to_end_and_strict_exit_code(tmp_path):
     strict = _run_tool(*common, "--output-prefix", str(tmp_path / "s"), "--strict")
     assert strict.returncode == 1
     assert "in.jsonl:2: invalid JSON" in strict.stderr
+
+
+# ------------------------------------------------------------------------------- LiBai's command line
+def _bert_reference(tmp_path, texts):
+    """Token ids of each sentence, by a BertTokenizer called directly (no tool involved)."""
+    from libai.tokenizer import BertTokenizer
+
+    vocab = write_vocab(str(tmp_path / "vocab.txt"))
+    tok = BertTokenizer(vocab_file=vocab, do_lower_case=True)
+    docs = [[tok.encode(s, add_special_tokens=False) for s in split_sentences(t)] for t in texts]
+    return vocab, docs
+
+
+LIBAI_TEXTS = ["Cedar dune. Amber cloud!", "River stone, falcon.", "Ember fossil. Granite? Hollow."]
+
+
+@pytest.mark.parametrize("dataset_impl, writer", [("mmap", "mmidx"), ("lazy", "tntidx"), ("cached", "tntidx")])
+def test_libai_command_line_writes_megatron_files(tmp_path, dataset_impl, writer):
+    from megatron_layouts import write_megatron_mmidx, write_megatron_tntidx
+
+    vocab, docs = _bert_reference(tmp_path, LIBAI_TEXTS)
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in LIBAI_TEXTS))
+    # Every flag of LiBai's tools/preprocess_data.py that applies to a BERT corpus.
+    result = _run_tool("--input", str(path), "--json-keys", "text", "--split-sentences",
+                       "--tokenizer-name", "BertTokenizer", "--vocab-file", vocab, "--do-lower-case",
+                       "--output-prefix", str(tmp_path / "out"), "--dataset-impl", dataset_impl,
+                       "--workers", "1", "--log-interval", "100")
+    assert result.returncode == 0, result.stderr
+    reference = str(tmp_path / "reference")
+    if writer == "mmidx":
+        write_megatron_mmidx(reference, docs, np.uint16)  # a 70-entry vocabulary fits uint16
+    else:
+        write_megatron_tntidx(reference, docs, np.int32)  # LiBai's lazy/cached store int32
+    for ext in (".idx", ".bin"):
+        assert (tmp_path / f"out_text_sentence{ext}").read_bytes() == open(reference + ext, "rb").read()
+
+
+def test_libai_only_flags_are_accepted(tmp_path):
+    vocab = write_vocab(str(tmp_path / "vocab.txt"))
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"text": "Cedar dune.\nAmber cloud.\n\nRiver."}) + "\n")
+    result = _run_tool("--input", str(path), "--tokenizer-name", "BertTokenizer", "--vocab-file", vocab,
+                       "--split-sentences", "--keep-newlines",
+                       "--output-prefix", str(tmp_path / "o"))
+    assert result.returncode == 0, result.stderr
+    assert len(MMapIndexedDataset(str(tmp_path / "o_text_sentence"))) == 3
+    refused = _run_tool("--input", str(path), "--tokenizer-name", "BertTokenizer", "--vocab-file", vocab,
+                        "--extra-ids", "10", "--output-prefix", str(tmp_path / "x"))
+    assert refused.returncode != 0 and "BertTokenizer takes no --extra-ids; drop it" in refused.stderr
+    unknown = _run_tool("--input", str(path), "--tokenizer-name", "NoSuchTokenizer", "--vocab-file", vocab,
+                        "--output-prefix", str(tmp_path / "y"))
+    assert unknown.returncode != 0 and "unknown --tokenizer-name 'NoSuchTokenizer'; use one of [" in unknown.stderr
+    assert "'BertTokenizer'" in unknown.stderr and "'GPT2Tokenizer'" in unknown.stderr
+
+
+def test_tool_builds_tokenizers_through_the_builder(tmp_path, monkeypatch):
+    import importlib.util
+
+    import libai.tokenizer
+
+    spec = importlib.util.spec_from_file_location("preprocess_tool", os.path.join(REPO_ROOT, "tools", "preprocess_data.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    seen = []
+    real = libai.tokenizer.build_tokenizer
+    monkeypatch.setattr(libai.tokenizer, "build_tokenizer", lambda cfg: seen.append(cfg) or real(cfg))
+    vocab = write_vocab(str(tmp_path / "vocab.txt"))
+    args = tool.build_parser().parse_args(["--input", "x", "--output-prefix", "y", "--vocab-file", vocab,
+                                           "--tokenizer-name", "BertTokenizer"])
+    tok = tool.build_tokenizer(args)
+    assert isinstance(tok, libai.tokenizer.BertTokenizer) and len(seen) == 1
+    assert dict(seen[0]["tokenizer"]) == {"_target_": libai.tokenizer.BertTokenizer, "vocab_file": vocab,
+                                          "do_lower_case": False, "do_chinese_wwm": False}
+    assert tok.encode("Cedar DUNE", add_special_tokens=False)[1] == tok.convert_tokens_to_ids("[UNK]")
+    wwm = tool.build_parser().parse_args(["--input", "x", "--output-prefix", "y", "--vocab-file", vocab,
+                                          "--do-chinese-wwm", "--merges-file", "m.txt"])
+    with pytest.raises(SystemExit, match="BertTokenizer takes no --merges-file; drop it"):
+        tool.tokenizer_arguments(libai.tokenizer.BertTokenizer, wwm)
+    wwm.merges_file = None
+    assert tool.tokenizer_arguments(libai.tokenizer.BertTokenizer, wwm)["do_chinese_wwm"] is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Cedar dune.\nAmber cloud!\n\n  River stone.  \n", "One line.  Two\nlines here.\n\n\nLast", "  \n"],
+)
+def test_keep_newlines_keeps_what_follows_each_sentence(text):
+    kept = split_sentences(text, keep_newlines=True)
+    assert "".join(kept) == text.lstrip()
+    assert [" ".join(s.split()) for s in kept] == [" ".join(s.split()) for s in split_sentences(text)]
+
+
+def test_keep_newlines_exact_pieces():
+    assert split_sentences("One line.  Two\nlines here.\n\n\nLast", keep_newlines=True) == [
+        "One line.  ", "Two\nlines here.\n\n\n", "Last"]
