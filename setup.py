@@ -41,12 +41,19 @@ setup(
         "termcolor",
         "pyyaml",
         "cloudpickle",
+        "iopath==0.1.10",
+        "safetensors==0.4.5",
+        "sentencepiece==0.2.0",  # T5Tokenizer
+        "flowvision==0.2.1",  # image transforms (0.2.2 fails to import with OneFlow 0.9.0)
         "pillow",
     ],
     extras_require={
         "tensorboard": ["tensorboardX==2.6.5"],
         "plot": ["matplotlib"],
-        "dev": ["pytest", "hypothesis", "scikit-learn", "pillow", "tensorboardX==2.6.5", "matplotlib"],
+        "chinese": ["jieba"],  # BertTokenizer(do_chinese_wwm=True)
+        "gpu": ["pynvml"],  # GPU memory in the metrics, on CUDA machines
+        "dev": ["pytest", "hypothesis", "scikit-learn", "pillow", "tensorboardX==2.6.5", "matplotlib",
+                "import-linter==2.15"],
     },
     cmdclass={"build_py": BuildWithConfigs},
 )

@@ -1,8 +1,10 @@
 """Plot the curves of a training run from its metrics.json.
 
-    python tools/plot_metrics.py --input output/metrics.json --output-dir output/plots
+    python tools/plot_metrics.py output/mnist                  # a run's output directory
+    python tools/plot_metrics.py --input output/mnist/metrics.json --output-dir output/plots
 
-writes losses.png, lr.png, timing.png and eval.png (each only when the file has such values).
+writes losses.png, lr.png, timing.png and eval.png (each only when the file has such values),
+by default into a ``plots`` folder next to the metrics.json.
 The logic lives in :mod:`libai.utils.plot`.
 """
 import argparse
@@ -15,7 +17,9 @@ try:
 except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from libai.utils.plot import plot_metrics  # noqa: E402
+from libai.utils.plot import metrics_file, plot_metrics  # noqa: E402
+
+DEFAULT_INPUT = "output/metrics.json"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -23,8 +27,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Draw PNG curves (losses, lr, timing, evaluation metrics) from metrics.json."
     )
     parser.add_argument(
-        "--input", default="output/metrics.json",
-        help="the metrics.json of a run (default: %(default)s)",
+        "run", nargs="?", default=None,
+        help="a run's output directory (train.output_dir), or its metrics.json",
+    )
+    parser.add_argument(
+        "--input", default=None,
+        help=f"the metrics.json of a run, instead of RUN (default: {DEFAULT_INPUT})",
     )
     parser.add_argument(
         "--output-dir", default=None,
@@ -36,16 +44,20 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
-    output_dir = args.output_dir
-    if output_dir is None:
-        output_dir = os.path.join(os.path.dirname(os.path.abspath(args.input)), "plots")
+    if args.run is not None and args.input is not None:
+        print(f"error: give the run ({args.run}) or --input ({args.input}), not both", file=sys.stderr)
+        return 2
     try:
-        paths = plot_metrics(args.input, output_dir, dpi=args.dpi)
+        path = metrics_file(args.run or args.input or DEFAULT_INPUT)
+        output_dir = args.output_dir
+        if output_dir is None:
+            output_dir = os.path.join(os.path.dirname(os.path.abspath(path)), "plots")
+        paths = plot_metrics(path, output_dir, dpi=args.dpi)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    for path in paths:
-        print(path)
+    for png in paths:
+        print(png)
     return 0
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Launch a libai script on N processes of this machine (and optionally several machines).
+# Launch a libai script on N processes of this machine (and optionally several machines),
+# through libai's launcher (python -m libai.launch: OneFlow's launcher, plus signals forwarded
+# to the ranks for a preemption checkpoint, and no rank outliving it; docs/distributed.md).
 #
 #   bash tools/train.sh tools/train_net.py CONFIG N [key=value ...]
 #   NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 bash tools/train.sh tools/train_net.py CONFIG 8
@@ -17,7 +19,8 @@ PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
   if [ -x "$root/.venv/bin/python" ]; then PY="$root/.venv/bin/python"; else PY=python3; fi
 fi
-exec "$PY" -m oneflow.distributed.launch \
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"  # libai.launch from this checkout
+exec "$PY" -m libai.launch \
   --nproc_per_node "$NPROC" --nnodes "${NNODES:-1}" --node_rank "${NODE_RANK:-0}" \
   --master_addr "${MASTER_ADDR:-127.0.0.1}" --master_port "${MASTER_PORT:-12345}" \
   "$SCRIPT" --config-file "$CONFIG" "$@"

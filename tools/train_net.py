@@ -4,7 +4,9 @@
     python tools/train_net.py --config-file CFG [--resume] [--eval-only] [key=value ...]
     python -m oneflow.distributed.launch --nproc_per_node N tools/train_net.py --config-file CFG
 
-Everything happens in ``libai.engine.default.main``; projects call the same function.
+Everything happens in ``libai.engine.cli`` (``main``; ``launch_main`` adds the exit status);
+projects call the same functions. A run that fails (e.g. stopped by the NaN check) exits with
+status 1 and its reason as the last lines.
 """
 import os
 import sys
@@ -13,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import libai  # noqa: E402,F401  (makes OneFlow's libraries loadable; must precede oneflow)
-from libai.engine.default import launch_main  # noqa: E402
+from libai.engine.cli import launch_main  # noqa: E402
 
 if __name__ == "__main__":
     launch_main()

@@ -17,11 +17,15 @@ train = dict(
     warmup_ratio=0.0,  # fraction of the total iterations spent warming up the lr
     start_iter=0,  # first iteration (set by --resume from the checkpoint)
     consumed_train_samples=0,  # samples already seen, so the sampler resumes exactly
-    consumed_valid_samples=0,  # evaluation samples already seen
+    # kept for LiBai configs: evaluation always reads each test set from its first sample, so
+    # there is no evaluation position to resume; a non-zero value is reported as having no effect
+    consumed_valid_samples=0,
     amp=dict(enabled=False),  # mixed precision
     activation_checkpoint=dict(enabled=False),  # recompute activations to save memory
-    nccl_fusion_threshold_mb=16,  # graph mode: fuse collective ops up to this size (MB)
-    nccl_fusion_max_ops=24,  # graph mode: at most this many ops per fused collective
+    # Graph mode on CUDA (flow.boxing.nccl): fuse NCCL collectives up to this many MB, at most
+    # this many ops per launch; not applicable (and reported so) on the CPU
+    nccl_fusion_threshold_mb=16,
+    nccl_fusion_max_ops=24,
     zero_optimization=dict(enabled=False, stage=1),  # shard optimizer state (ZeRO stage 1-3)
     checkpointer=dict(period=5000, max_to_keep=100),  # save every `period` iters; keep newest N
     test_micro_batch_size=32,  # evaluation samples per data-parallel rank per batch

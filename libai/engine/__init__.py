@@ -1,12 +1,17 @@
-"""The training engine: the loop and its step runners (``trainer``), hooks (one per module in
-``hooks``), and the config-driven glue (``default``: ``DefaultTrainer``, ``default_setup``,
-``main``)."""
+"""The training engine: the loop and its step runners (``trainer``), the compiled step
+(``graph``), what this OneFlow build supports (``support``), hooks (one per module in
+``hooks``), the config-driven trainer (``default_trainer``), run set-up (``setup``) and the
+command-line program (``cli``). ``default`` is LiBai's import path for the last three."""
+from libai.config import default_argument_parser
 from libai.engine import hooks
-from libai.engine.default import DefaultTrainer, default_argument_parser, default_setup, launch_main, main
+from libai.engine.cli import launch_main, main
+from libai.engine.default_trainer import DefaultTrainer, TrainingFailed
+from libai.engine.setup import default_setup
 from libai.engine.trainer import EagerTrainer, GraphTrainer, HookBase, TrainerBase
 
 __all__ = [
     "DefaultTrainer",
+    "TrainingFailed",
     "default_setup",
     "default_argument_parser",
     "main",

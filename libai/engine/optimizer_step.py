@@ -9,8 +9,8 @@ Eager and Graph mode:
   accumulation steps, AMP with a dynamic grad scaler, ZeRO); clipping comes from the optimizer's
   param-group keys ``clip_grad_max_norm``/``clip_grad_norm_type``, which OneFlow honours in both.
 
-Where OneFlow cannot do a technique in a mode, :func:`check_supported` fails at start-up naming
-the combination that works.
+Where OneFlow cannot do a technique in a mode, :func:`libai.engine.support.check_supported` fails
+at start-up naming the combination that works.
 """
 import contextlib
 import logging
@@ -18,7 +18,9 @@ from typing import Any, ContextManager, List, Optional, Tuple
 
 import oneflow as flow
 
-__all__ = ["OptimizerStep", "DynamicLossScaler", "check_supported", "zero_applies", "all_finite"]
+from libai.engine.support import zero_applies
+
+__all__ = ["OptimizerStep", "DynamicLossScaler", "all_finite", "clip_grad_norm_global"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,65 +69,6 @@ class DynamicLossScaler:
     def load_state_dict(self, state: dict) -> None:
         self.scale = float(state["scale"])
         self._clean_steps = int(state["clean_steps"])
-
-
-def check_supported(graph_enabled: bool, amp: bool, zero: bool, zero_stage: int,
-                    data_parallel_size: int, device_type: str, tensor_parallel_size: int = 1,
-                    pipeline_parallel_size: int = 1, grad_acc_steps: int = 1) -> List[str]:
-    """Validate the technique switches for a mode; return notes to log once.
-
-    Raises ``ValueError`` naming the supported combination when a switch cannot work.
-    """
-    notes: List[str] = []
-    model_parallel = tensor_parallel_size > 1 or pipeline_parallel_size > 1
-    if graph_enabled and device_type == "cpu" and model_parallel and grad_acc_steps < 2:
-        # Seen here: OneFlow 0.9 aborts the whole job (register.cpp:75 "Check failed:
-        # separated_header_mem_ptr() == nullptr") for such a graph fed one micro-batch per step.
-        raise ValueError(
-            "Graph mode with tensor or pipeline parallelism on the CPU needs at least 2 micro-batches "
-            "per step in OneFlow 0.9 (one aborts the process). Set train.num_accumulation_steps=2 "
-            "(or more; for pipeline parallelism about 2 × pipeline_parallel_size keeps stages busy), "
-            "or use Eager mode (graph.enabled=False)"
-        )
-    if zero:
-        if zero_stage not in (1, 2, 3):
-            raise ValueError(f"train.zero_optimization.stage must be 1, 2 or 3, got {zero_stage}")
-        if data_parallel_size == 1:
-            notes.append("ZeRO is enabled but data_parallel_size is 1: it has no effect")
-        elif not graph_enabled:
-            raise ValueError(
-                "train.zero_optimization.enabled=True needs Graph mode in OneFlow 0.9 (eager ZeRO "
-                "is not available). Set graph.enabled=True, or zero_optimization.enabled=False"
-            )
-        elif not zero_applies(True, data_parallel_size, device_type):
-            notes.append(
-                "ZeRO on the CPU: OneFlow 0.9's CPU transport aborts the process (register.cpp:75) "
-                "as soon as optimizer state is really sharded, so this run trains without ZeRO "
-                "(it is honoured on CUDA)"
-            )
-    if amp and device_type == "cpu":
-        if graph_enabled:
-            notes.append(
-                "AMP on the CPU: the graph's AMP pass is enabled, but OneFlow's CPU kernels compute "
-                "in fp32, so this run is effectively fp32 (AMP pays off on CUDA)"
-            )
-        else:
-            notes.append(
-                "AMP on the CPU: OneFlow 0.9 has no CPU autocast, so this eager run computes in "
-                "fp32 and no loss scaling is applied (AMP is honoured on CUDA)"
-            )
-    return notes
-
-
-def zero_applies(enabled: bool, data_parallel_size: int, device_type: str) -> bool:
-    """Whether ZeRO really shards this run's optimizer state (the one place that decides).
-
-    It needs more than one data-parallel rank (nothing to shard over otherwise) and CUDA: on the
-    CPU, every OneFlow 0.9 graph whose optimizer state was really sharded aborted in the CPU
-    transport (``register.cpp:75``), whatever the stage or number of micro-batches.
-    :func:`check_supported` reports the cases where a requested ZeRO does not apply.
-    """
-    return bool(enabled) and data_parallel_size > 1 and device_type != "cpu"
 
 
 def _placement_key(t: flow.Tensor) -> Any:
@@ -309,7 +252,7 @@ class OptimizerStep:
                         device_type: Optional[str] = None) -> None:
         """Apply the same switches to a training ``nn.Graph`` (call from its ``__init__``).
 
-        ZeRO is applied where :func:`zero_applies` says so (``device_type`` defaults to this
+        ZeRO is applied where :func:`~libai.engine.support.zero_applies` says so (``device_type`` defaults to this
         step's own)."""
         clipped_groups = sum(1 for g in self.optimizer.param_groups
                              if _group_options(g).get("clip_grad_max_norm") is not None)

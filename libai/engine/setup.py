@@ -3,12 +3,15 @@ import argparse
 import logging
 import os
 import random
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
 import oneflow as flow
+from omegaconf import DictConfig
 
-from libai.config import LazyConfig, get_config
+from libai.config import LazyConfig, check_required_fields, get_config, merge_with_defaults
+from libai.config.instantiate import TARGET_KEY
 from libai.utils import distributed as dist
 
 __all__ = ["complete_config", "default_setup", "seed_all"]
@@ -23,16 +26,19 @@ def complete_config(cfg: Any) -> Any:
 
     A partial nested dict (``train.update(dict(evaluation=dict(enabled=True)))``) keeps the
     missing defaults; each key the defaults do not know is reported once, with the nearest
-    known key. Idempotent: completing a complete config changes nothing, and each warning is
-    given once per process (:func:`reset_warnings` forgets them, for tests).
+    known key. ``main`` completes the config before applying the command-line overrides; the
+    later entry points (``default_setup``, ``DefaultTrainer``) call this too, for scripts that
+    start from a raw config, and find nothing to do: a config that already holds every default
+    is returned as it is, unmerged. Each warning is given once per process
+    (:func:`reset_warnings` forgets them, for tests).
     """
-    from libai.config import check_required_fields, merge_with_defaults
-
     check_required_fields(cfg, REQUIRED_FIELDS)
     defaults = get_config("common/train.py").train
+    graph_defaults = get_config("common/models/graph.py").graph
+    if _holds_every_default(cfg.train, defaults) and _holds_every_default(cfg.graph, graph_defaults):
+        return cfg
     merged, unknown = merge_with_defaults(cfg.train, defaults, path="train")
     cfg.train = merged
-    graph_defaults = get_config("common/models/graph.py").graph
     cfg.graph, unknown_graph = merge_with_defaults(cfg.graph, graph_defaults, path="graph")
     for message in list(unknown) + list(unknown_graph):
         if message not in _WARNED:
@@ -42,6 +48,23 @@ def complete_config(cfg: Any) -> Any:
 
 
 _WARNED: set = set()
+
+
+def _holds_every_default(user: Any, default: Any) -> bool:
+    """Whether ``user`` has every key of ``default``, in nested plain dicts too (what
+    ``merge_with_defaults`` would add); nodes with ``_target_`` are taken whole, as there."""
+    if not isinstance(user, (Mapping, DictConfig)):
+        return False
+    for key, value in default.items():
+        if key not in user:
+            return False
+        if _is_plain_dict(value) and _is_plain_dict(user[key]) and not _holds_every_default(user[key], value):
+            return False
+    return True
+
+
+def _is_plain_dict(value: Any) -> bool:
+    return isinstance(value, (Mapping, DictConfig)) and TARGET_KEY not in value
 
 
 def reset_warnings() -> None:

@@ -80,6 +80,7 @@ class TrainerBase:
         self.storage: Optional[EventStorage] = None
         self.stop_reason: Optional[str] = None
         self.checkpoint_on_stop: bool = True
+        self.stop_failed: bool = False
         # Metric histories from a checkpoint, applied when ``train`` opens its storage, so that
         # smoothed values logged after a resume equal those of the uninterrupted run.
         self._storage_state: Optional[Mapping[str, Any]] = None
@@ -126,16 +127,18 @@ class TrainerBase:
         return None
 
     # ------------------------------------------------------------------ stopping
-    def request_stop(self, reason: str, save_checkpoint: bool = True) -> None:
+    def request_stop(self, reason: str, save_checkpoint: bool = True, failed: bool = False) -> None:
         """Ask the loop to end after the current iteration; ``after_train`` still runs.
 
         The clean way for a hook to stop training (early stopping, preemption, a NaN loss).
         ``save_checkpoint=False`` keeps the weights of this iteration out of the checkpoints
-        (a NaN loss): the last good checkpoint stays the newest.
+        (a NaN loss): the last good checkpoint stays the newest. ``failed=True`` marks the run
+        as failed (a NaN loss), so that the program ends with an error (``stop_failed``).
         """
         if self.stop_reason is None:
             self.stop_reason = reason
             self.checkpoint_on_stop = save_checkpoint
+            self.stop_failed = failed
             logger.warning(f"Stopping training after iteration {self.iter}: {reason}")
 
     # ------------------------------------------------------------------ the loop
@@ -146,6 +149,7 @@ class TrainerBase:
         self.max_iter = max_iter
         self.stop_reason = None
         self.checkpoint_on_stop = True
+        self.stop_failed = False
         with EventStorage(start_iter) as self.storage:
             if self._storage_state is not None:
                 self.storage.load_state_dict(self._storage_state)
@@ -427,7 +431,7 @@ def _split_batch(batch: Any, parts: int) -> List[Any]:
 class GraphTrainer(_StepRunner):
     """Static-graph steps: the compiled ``nn.Graph`` runs forward, backward and the update.
 
-    ``graph`` is a training graph (see :class:`libai.models.utils.GraphBase`) whose call
+    ``graph`` is a training graph (see :class:`libai.engine.graph.GraphBase`) whose call
     returns the model's loss dict. Gradient accumulation, AMP and clipping are configured in
     the graph by the same :class:`OptimizerStep` the Eager path uses.
     """

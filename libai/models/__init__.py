@@ -1,5 +1,6 @@
 """Models built from :mod:`libai.layers`: BERT, GPT-2 and T5 share one transformer
 (:mod:`libai.models.transformer`); each owns its loss and returns a dict."""
+from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel
 from libai.models.t5 import T5ForPreTraining, T5Model
@@ -8,6 +9,8 @@ from libai.models.swin import SwinTransformer
 from libai.models.vit import VisionTransformer
 
 __all__ = [
+    "build_graph",
+    "build_model",
     "BertForClassification",
     "BertForPreTraining",
     "BertModel",

@@ -22,6 +22,7 @@ from libai.config import configurable
 from libai.layers import LayerNorm, Linear, LMLogits, build_activation
 from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import ClassificationLoss, LMLoss
+from libai.models.pretrained.api import PretrainedMixin
 from libai.models.transformer import (
     TextEmbedding,
     TransformerModelMixin,
@@ -33,7 +34,7 @@ from libai.models.transformer import (
 __all__ = ["BertModel", "BertForPreTraining", "BertForClassification"]
 
 
-class BertModel(nn.Module, TransformerModelMixin):
+class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
     """The BERT encoder (BERT-base: hidden 768, 12 layers, 12 heads, intermediate 3072,
     vocab 30522, 512 positions, 2 token types).
 
@@ -50,6 +51,10 @@ class BertModel(nn.Module, TransformerModelMixin):
             (ignored on the CPU).
         apply_query_key_layer_scaling, apply_residual_post_layernorm: see TransformerLayer.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
+        activation: non-linearity of the MLPs and of the masked-LM head's transform.
+
+    ``from_pretrained(hf_dir)`` on each BERT class loads a Hugging Face checkpoint (which is
+    post-norm: it sets ``layernorm_position="post"``); ``save_pretrained(dir)`` writes one.
     """
 
     @configurable
@@ -75,9 +80,11 @@ class BertModel(nn.Module, TransformerModelMixin):
         apply_query_key_layer_scaling: bool = False,
         apply_residual_post_layernorm: bool = False,
         amp_enabled: bool = False,
+        activation: str = "gelu",
     ) -> None:
         super().__init__()
         init, output_init = init_methods(initializer_range, hidden_layers)
+        self.activation = activation
         pre_norm = layernorm_position == "pre"
         if embedding_dropout_prob is None:
             embedding_dropout_prob = hidden_dropout_prob
@@ -90,6 +97,7 @@ class BertModel(nn.Module, TransformerModelMixin):
             hidden_layers, hidden_size, intermediate_size, num_attention_heads,
             attn_mask_type="padding", layernorm_position=layernorm_position,
             layernorm_epsilon=layernorm_epsilon, final_layernorm_idx=-1 if pre_norm else None,
+            activation=activation,
             **block_args(
                 attention_dropout_prob=attention_dropout_prob,
                 hidden_dropout_prob=hidden_dropout_prob,
@@ -133,12 +141,12 @@ class BertPreTrainingHeads(nn.Module):
 
     def __init__(
         self, vocab_size: int, hidden_size: int, init_method: Any, layernorm_epsilon: float,
-        add_binary_head: bool,
+        add_binary_head: bool, activation: str = "gelu",
     ) -> None:
         super().__init__()
         self.layer_idx = -1
         self.dense = Linear(hidden_size, hidden_size, parallel="data", init_method=init_method, layer_idx=-1)
-        self.activation_func = build_activation("gelu")
+        self.activation_func = build_activation(activation)
         self.layernorm = LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=-1)
         self.lm_logits = LMLogits(vocab_size, bias=True, layer_idx=-1)
         self.seq_relationship = (
@@ -159,7 +167,7 @@ class BertPreTrainingHeads(nn.Module):
         return prediction_scores, relationship
 
 
-class BertForPreTraining(nn.Module, TransformerModelMixin):
+class BertForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
     """BERT with masked-LM and sentence-order pre-training losses.
 
     Config: every :class:`BertModel` setting plus ``add_binary_head`` (default True; needs
@@ -184,6 +192,7 @@ class BertForPreTraining(nn.Module, TransformerModelMixin):
         self.cls_head = BertPreTrainingHeads(
             args["vocab_size"], args["hidden_size"], self.bert.init_method,
             args.get("layernorm_epsilon", 1e-12), extra["add_binary_head"],
+            activation=self.bert.activation,
         )
         self.loss_func = LMLoss(layer_idx=-1)
         self.sop_loss_func = ClassificationLoss(layer_idx=-1)
@@ -214,7 +223,7 @@ class BertForPreTraining(nn.Module, TransformerModelMixin):
         return outputs
 
 
-class BertForClassification(nn.Module, TransformerModelMixin):
+class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
     """BERT with a classifier on the pooled ``[CLS]`` output.
 
     Config: every :class:`BertModel` setting plus ``num_labels`` (default 2) and

@@ -8,7 +8,7 @@ Labels equal to -100 are ignored.
 Both build from keyword arguments or from one config dict (``GPTModel(cfg)``,
 ``GPTForPreTraining(cfg)``, ``LazyCall(GPTForPreTraining)(cfg=cfg)``).
 """
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
@@ -17,6 +17,8 @@ from libai.config import configurable
 from libai.layers import LMLogits
 from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import LMLoss
+from libai.models.pretrained.api import PretrainedMixin
+from libai.models.utils.generation import GenerationMixin
 from libai.models.transformer import (
     TextEmbedding,
     TransformerModelMixin,
@@ -27,8 +29,11 @@ from libai.models.transformer import (
 
 __all__ = ["GPTModel", "GPTForPreTraining"]
 
+#: The key/value cache: one ``(key, value)`` per block (see TransformerStack.forward).
+Cache = Tuple[Tuple[flow.Tensor, ...], ...]
 
-class GPTModel(nn.Module, TransformerModelMixin):
+
+class GPTModel(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
     """The GPT-2 body and tied LM head: ``input_ids -> logits``.
 
     Args:
@@ -45,6 +50,11 @@ class GPTModel(nn.Module, TransformerModelMixin):
             (ignored on the CPU).
         apply_query_key_layer_scaling, apply_residual_post_layernorm: see TransformerLayer.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
+        activation: the MLP non-linearity (``"gelu"``, LiBai's; ``"gelu_tanh"`` is the
+            original GPT-2's, which Hugging Face checkpoints use).
+
+    ``GPTModel.from_pretrained(hf_dir)`` builds and loads a Hugging Face GPT-2 checkpoint;
+    ``model.save_pretrained(dir)`` writes one (see docs/pretrained_weights.md).
     """
 
     @configurable
@@ -68,6 +78,7 @@ class GPTModel(nn.Module, TransformerModelMixin):
         apply_query_key_layer_scaling: bool = False,
         apply_residual_post_layernorm: bool = False,
         amp_enabled: bool = False,
+        activation: str = "gelu",
     ) -> None:
         super().__init__()
         init, output_init = init_methods(
@@ -81,7 +92,7 @@ class GPTModel(nn.Module, TransformerModelMixin):
         self.transformer = TransformerStack(
             hidden_layers, hidden_size, intermediate_size, num_attention_heads,
             attn_mask_type="causal", layernorm_epsilon=layernorm_epsilon,
-            final_layernorm_idx=-1,
+            final_layernorm_idx=-1, activation=activation,
             **block_args(
                 attention_dropout_prob=attention_dropout_prob,
                 hidden_dropout_prob=hidden_dropout_prob,
@@ -98,12 +109,35 @@ class GPTModel(nn.Module, TransformerModelMixin):
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
         return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
-    def forward(self, input_ids: flow.Tensor) -> flow.Tensor:
-        hidden = self.transformer(self.embeddings(input_ids))
-        return self.lm_head(hidden, self.embeddings.word_embedding_weight())
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+        position_ids: Optional[flow.Tensor] = None,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
+        """Logits ``[batch, seq, vocab]`` of ``input_ids`` ``[batch, seq]``.
+
+        For generation: ``attention_mask`` ``[batch, past + seq]`` (1 = real token, 0 =
+        padding), ``past_key_values`` (the cache a previous ``use_cache=True`` call returned;
+        ``input_ids`` are then only the new tokens, positioned after the cached ones unless
+        ``position_ids`` says otherwise). With ``use_cache`` the result is ``(logits, cache)``.
+        """
+        past_length = 0 if past_key_values is None else int(past_key_values[0][0].shape[2])
+        embedded = self.embeddings(input_ids, past_length=past_length, position_ids=position_ids)
+        out = self.transformer(
+            embedded, attention_mask, past_key_values=past_key_values, use_cache=use_cache
+        )
+        hidden, presents = out if use_cache else (out, None)
+        logits = self.lm_head(hidden, self.embeddings.word_embedding_weight())
+        return (logits, presents) if use_cache else logits
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        return self.forward(input_ids, attention_mask, past_key_values, True, position_ids)
 
 
-class GPTForPreTraining(nn.Module, TransformerModelMixin):
+class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
     """GPT-2 with its causal LM loss.
 
     Build with ``GPTForPreTraining(cfg)`` / ``GPTForPreTraining(cfg=cfg)`` (a dict of
@@ -125,9 +159,25 @@ class GPTForPreTraining(nn.Module, TransformerModelMixin):
         return {"cfg": cfg}
 
     def forward(
-        self, input_ids: flow.Tensor, labels: Optional[flow.Tensor] = None
-    ) -> Dict[str, flow.Tensor]:
-        logits = self.GPT_model(input_ids)
+        self,
+        input_ids: flow.Tensor,
+        labels: Optional[flow.Tensor] = None,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+        position_ids: Optional[flow.Tensor] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`GPTModel.forward`; with ``use_cache`` the dict also holds
+        ``"past_key_values"``."""
+        out = self.GPT_model(input_ids, attention_mask, past_key_values, use_cache, position_ids)
+        logits, presents = out if use_cache else (out, None)
         if self.training and labels is not None:
             return {"lm_loss": self.loss_func(logits, labels)}
+        if use_cache:
+            return {"prediction_scores": logits, "past_key_values": presents}
         return {"prediction_scores": logits}
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        return self.GPT_model._generation_step(
+            input_ids, attention_mask, position_ids, past_key_values, encoder
+        )

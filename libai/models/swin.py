@@ -28,6 +28,7 @@ from libai.config import configurable
 from libai.layers import MLP, DropPath, LayerNorm, Linear
 from libai.layers.utils import make_parameter, place_constant, split, to_layer
 from libai.models.common.config import resolve_arguments
+from libai.models.pretrained.api import PretrainedMixin
 from libai.models.vision_common import (
     ImageClassificationLoss,
     ImageClassifierMixin,
@@ -343,7 +344,7 @@ class SwinStage(nn.Module):
 
 
 # --------------------------------------------------------------------------- the model
-class SwinTransformer(nn.Module, ImageClassifierMixin):
+class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
     """Swin Transformer V1 for image classification.
 
     Args:

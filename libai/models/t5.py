@@ -11,7 +11,7 @@ Masks are ``[b, s_q, s_k]`` with 1 where attention is allowed: ``encoder_attn_ma
 added by the decoder anyway) and ``encoder_decoder_attn_mask`` (decoder queries over encoder
 keys).
 """
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
@@ -20,6 +20,7 @@ from libai.config import configurable
 from libai.layers import LMLogits
 from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import LMLoss
+from libai.models.utils.generation import GenerationMixin
 from libai.models.transformer import (
     TextEmbedding,
     TransformerModelMixin,
@@ -30,8 +31,11 @@ from libai.models.transformer import (
 
 __all__ = ["T5Model", "T5ForPreTraining"]
 
+#: The key/value cache: per decoder block ``(self_key, self_value, cross_key, cross_value)``.
+Cache = Tuple[Tuple[flow.Tensor, ...], ...]
 
-class T5Model(nn.Module, TransformerModelMixin):
+
+class T5Model(nn.Module, TransformerModelMixin, GenerationMixin):
     """Encoder-decoder body and tied LM head -> decoder logits ``[b, s_dec, vocab]``.
 
     Args:
@@ -47,6 +51,8 @@ class T5Model(nn.Module, TransformerModelMixin):
         apply_query_key_layer_scaling, apply_residual_post_layernorm: see TransformerLayer.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
     """
+
+    is_encoder_decoder = True
 
     @configurable
     def __init__(
@@ -109,16 +115,57 @@ class T5Model(nn.Module, TransformerModelMixin):
         encoder_attn_mask: Optional[flow.Tensor] = None,
         decoder_attn_mask: Optional[flow.Tensor] = None,
         encoder_decoder_attn_mask: Optional[flow.Tensor] = None,
-    ) -> flow.Tensor:
-        encoder_states = self.encoder(self.embeddings(encoder_input_ids), encoder_attn_mask)
-        decoder_states = self.decoder(
-            self.embeddings(decoder_input_ids), decoder_attn_mask,
-            encoder_states=encoder_states, encoder_attention_mask=encoder_decoder_attn_mask,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
+        """Decoder logits; with ``use_cache`` ``(logits, cache)`` (see :meth:`decode`)."""
+        encoder_states = self.encode(encoder_input_ids, encoder_attn_mask)
+        return self.decode(
+            decoder_input_ids, encoder_states, decoder_attn_mask, encoder_decoder_attn_mask,
+            past_key_values=past_key_values, use_cache=use_cache,
         )
-        return self.lm_head(decoder_states, self.embeddings.word_embedding_weight())
+
+    def encode(
+        self, encoder_input_ids: flow.Tensor, encoder_attn_mask: Optional[flow.Tensor] = None
+    ) -> flow.Tensor:
+        """The encoder output ``[b, s_enc, hidden]`` (computed once per generation)."""
+        return self.encoder(self.embeddings(encoder_input_ids), encoder_attn_mask)
+
+    def decode(
+        self,
+        decoder_input_ids: flow.Tensor,
+        encoder_states: flow.Tensor,
+        decoder_attn_mask: Optional[flow.Tensor] = None,
+        encoder_decoder_attn_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
+        """Decoder logits ``[b, s_dec, vocab]`` over ``encoder_states``.
+
+        ``past_key_values`` is the cache of an earlier ``use_cache=True`` call (each block's
+        self-attention keys/values so far and its cross-attention projections of the encoder
+        output); ``decoder_input_ids`` are then only the new tokens, positioned after the
+        cached ones. With ``use_cache`` the result is ``(logits, cache)``.
+        """
+        past_length = 0 if past_key_values is None else int(past_key_values[0][0].shape[2])
+        out = self.decoder(
+            self.embeddings(decoder_input_ids, past_length=past_length), decoder_attn_mask,
+            encoder_states=encoder_states, encoder_attention_mask=encoder_decoder_attn_mask,
+            past_key_values=past_key_values, use_cache=use_cache,
+        )
+        decoder_states, presents = out if use_cache else (out, None)
+        logits = self.lm_head(decoder_states, self.embeddings.word_embedding_weight())
+        return (logits, presents) if use_cache else logits
+
+    def _generation_encode(self, input_ids, attention_mask):
+        return self.encode(input_ids, attention_mask), attention_mask
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        encoder_states, encoder_mask = encoder
+        return self.decode(input_ids, encoder_states, None, encoder_mask, past_key_values, True)
 
 
-class T5ForPreTraining(nn.Module, TransformerModelMixin):
+class T5ForPreTraining(nn.Module, TransformerModelMixin, GenerationMixin):
     """T5 with its span-corruption LM loss (averaged over ``loss_mask == 1`` positions).
 
     Build with ``T5ForPreTraining(cfg)`` / ``(cfg=cfg)`` or T5Model's keyword arguments.
@@ -154,3 +201,13 @@ class T5ForPreTraining(nn.Module, TransformerModelMixin):
         if self.training and lm_labels is not None:
             return {"masked_lm_loss": self.loss_func(logits, lm_labels, loss_mask)}
         return {"prediction_scores": logits}
+
+    is_encoder_decoder = True
+
+    def _generation_encode(self, input_ids, attention_mask):
+        return self.t5_model._generation_encode(input_ids, attention_mask)
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        return self.t5_model._generation_step(
+            input_ids, attention_mask, position_ids, past_key_values, encoder
+        )

@@ -13,17 +13,20 @@ Layer indices follow one rule: embeddings at ``0``, block ``i`` of the whole mod
 the final norm / head / loss at ``-1``; the run sets ``train.dist.pipeline_num_layers`` to the
 number of blocks so each index maps to a pipeline stage.
 """
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
 from libai.layers import Embedding, LayerNorm, TransformerLayer, VocabEmbedding
-from libai.layers.utils import arange
+from libai.layers.utils import arange, to_layer
 from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
 from libai.utils.distributed import current_layout
 
 __all__ = ["TextEmbedding", "TransformerStack", "TransformerModelMixin", "init_methods"]
+
+#: One block's key/value cache: ``(self_key, self_value[, cross_key, cross_value])``.
+KeyValue = Tuple[flow.Tensor, ...]
 
 
 def init_methods(
@@ -85,7 +88,14 @@ class TextEmbedding(nn.Module):
         input_ids: flow.Tensor,
         tokentype_ids: Optional[flow.Tensor] = None,
         past_length: int = 0,
+        position_ids: Optional[flow.Tensor] = None,
     ) -> flow.Tensor:
+        """Embed ``input_ids`` ``[batch, seq]``.
+
+        Positions are ``past_length .. past_length + seq - 1`` (``past_length`` = tokens already
+        in a key/value cache), or ``position_ids`` ``[batch|1, seq]`` when given: generation
+        over left-padded prompts numbers each row's tokens from its first real one.
+        """
         seq_length = input_ids.shape[1]
         if past_length + seq_length > self.max_seq_length:
             raise ValueError(
@@ -93,7 +103,10 @@ class TextEmbedding(nn.Module):
                 f"{self.max_seq_length} learned positions; raise max_seq_length / "
                 "max_position_embeddings in the model config or shorten the inputs"
             )
-        positions = arange(past_length, past_length + seq_length, self.layout, 0).unsqueeze(0)
+        if position_ids is None:
+            positions = arange(past_length, past_length + seq_length, self.layout, 0).unsqueeze(0)
+        else:
+            positions = to_layer(position_ids, self.layout, 0)
         embeddings = self.word_embeddings(input_ids) + self.position_embeddings(positions)
         if self.tokentype_embeddings is not None:
             if tokentype_ids is None:
@@ -165,15 +178,36 @@ class TransformerStack(nn.Module):
         attention_mask: Optional[flow.Tensor] = None,
         encoder_states: Optional[flow.Tensor] = None,
         encoder_attention_mask: Optional[flow.Tensor] = None,
-    ) -> flow.Tensor:
-        for layer in self.layers:
-            hidden_states = layer(
+        past_key_values: Optional[Sequence[KeyValue]] = None,
+        use_cache: bool = False,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Tuple[KeyValue, ...]]]:
+        """Run every block; with ``use_cache`` also return each block's key/value cache.
+
+        ``past_key_values`` holds one entry per block, as a previous ``use_cache=True`` call
+        returned them (see :meth:`~libai.layers.TransformerLayer.forward`); the result is then
+        ``(hidden_states, presents)``. The cache is the attention layers' own interface: the
+        stack only threads it through.
+        """
+        if past_key_values is not None and len(past_key_values) != len(self.layers):
+            raise ValueError(
+                f"past_key_values has {len(past_key_values)} entries for {len(self.layers)} "
+                "blocks; pass the cache this stack returned (one entry per block)"
+            )
+        presents = []
+        for i, layer in enumerate(self.layers):
+            out = layer(
                 hidden_states, attention_mask,
                 encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
+                past_key_value=None if past_key_values is None else past_key_values[i],
+                use_cache=use_cache,
             )
+            if use_cache:
+                out, present = out
+                presents.append(present)
+            hidden_states = out
         if self.final_layernorm is not None:
             hidden_states = self.final_layernorm(hidden_states)
-        return hidden_states
+        return (hidden_states, tuple(presents)) if use_cache else hidden_states
 
 
 class TransformerModelMixin:

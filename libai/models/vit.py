@@ -20,6 +20,7 @@ from libai.config import configurable
 from libai.layers import LayerNorm, Linear, TransformerLayer
 from libai.layers.utils import make_parameter
 from libai.models.common.config import resolve_arguments
+from libai.models.pretrained.api import PretrainedMixin
 from libai.models.vision_common import (
     ImageClassificationLoss,
     ImageClassifierMixin,
@@ -32,7 +33,7 @@ from libai.utils.distributed import current_layout
 __all__ = ["VisionTransformer"]
 
 
-class VisionTransformer(nn.Module, ImageClassifierMixin):
+class VisionTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
     """ViT for image classification.
 
     Args:
@@ -46,6 +47,9 @@ class VisionTransformer(nn.Module, ImageClassifierMixin):
         loss_func: a module ``(logits, labels) -> scalar``; the default
             :class:`~libai.models.vision_common.ImageClassificationLoss` takes hard labels and
             the soft targets MixUp produces.
+        layernorm_epsilon: eps of every LayerNorm (1e-6 as in timm; Hugging Face ViTs use
+            their config's ``layer_norm_eps``, 1e-12).
+        activation: the MLP non-linearity.
 
     ``forward(images, labels=None)`` returns ``{"losses": loss}`` in training with labels, else
     ``{"prediction_scores": logits [B, num_classes]}``. Also buildable from one config dict:
@@ -67,6 +71,8 @@ class VisionTransformer(nn.Module, ImageClassifierMixin):
         drop_path_rate: float = 0.0,
         num_classes: int = 1000,
         loss_func: Optional[nn.Module] = None,
+        layernorm_epsilon: float = 1e-6,
+        activation: str = "gelu",
     ) -> None:
         super().__init__()
         _check_sizes(depth, num_classes)
@@ -84,13 +90,13 @@ class VisionTransformer(nn.Module, ImageClassifierMixin):
                 TransformerLayer(
                     embed_dim, int(embed_dim * mlp_ratio), num_heads,
                     attention_dropout_prob=attn_drop_rate, output_dropout_prob=drop_rate,
-                    drop_path_prob=rate, layernorm_epsilon=1e-6, init_method=init,
-                    layernorm_position="pre", activation="gelu", layer_idx=i,
+                    drop_path_prob=rate, layernorm_epsilon=layernorm_epsilon, init_method=init,
+                    layernorm_position="pre", activation=activation, layer_idx=i,
                 )
                 for i, rate in enumerate(drop_path_rates(drop_path_rate, depth))
             ]
         )
-        self.norm = LayerNorm(embed_dim, eps=1e-6, layer_idx=-1)
+        self.norm = LayerNorm(embed_dim, eps=layernorm_epsilon, layer_idx=-1)
         self.head = Linear(embed_dim, num_classes, init_method=init, layer_idx=-1)
         self.loss_func = ImageClassificationLoss(layer_idx=-1) if loss_func is None else loss_func
 

@@ -1,5 +1,7 @@
-"""Tokenizers: text <-> token ids for BERT-style (WordPiece) and GPT-style (byte-level BPE)
-models, built from local vocabulary files, plus the trainers that make those files.
+"""Tokenizers: text <-> token ids for BERT (WordPiece), GPT-2 and RoBERTa (byte-level BPE) and
+T5 (SentencePiece) models, built from local vocabulary files, plus the trainers that make
+WordPiece and BPE files. LiBai's module names (``libai.tokenizer.tokenization_bert`` ...) are
+thin aliases of these modules.
 
 >>> from libai.tokenizer import BertTokenizer, GPT2Tokenizer, build_tokenizer
 """
@@ -7,13 +9,21 @@ from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.bert import BertTokenizer
 from libai.tokenizer.build import build_tokenizer, pad_vocab_size
 from libai.tokenizer.gpt2 import GPT2Tokenizer
+from libai.tokenizer.roberta import RobertaTokenizer
+from libai.tokenizer.t5 import T5Tokenizer
 from libai.tokenizer.trainers import train_bpe, train_vocab, train_wordpiece
 from libai.tokenizer.wordpiece import BasicTokenizer, WordpieceTokenizer
 
+#: LiBai's name for the base class every tokenizer derives from.
+PreTrainedTokenizer = BaseTokenizer
+
 __all__ = [
     "BaseTokenizer",
+    "PreTrainedTokenizer",
     "BertTokenizer",
     "GPT2Tokenizer",
+    "RobertaTokenizer",
+    "T5Tokenizer",
     "BasicTokenizer",
     "WordpieceTokenizer",
     "build_tokenizer",

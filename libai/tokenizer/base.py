@@ -7,50 +7,89 @@ A tokenizer turns text into ids in three layers, and this base class owns the ou
 2. the pieces in between go to the subclass's algorithm (:meth:`BaseTokenizer._tokenize`);
 3. ids are then wrapped with special tokens, truncated and padded as asked.
 
-Subclasses (:class:`~libai.tokenizer.BertTokenizer`, :class:`~libai.tokenizer.GPT2Tokenizer`)
-provide the base vocabulary and the algorithm; everything a data pipeline calls (``encode``,
-``decode``, ``batch_encode``, ``vocab_size``, ``eod_id``, ``pad_id``...) is defined once here so
-that it means the same for both.
+A subclass provides the base vocabulary through LiBai's (and Hugging Face's) hooks:
+``vocab_size`` (base vocabulary only), ``_convert_token_to_id``, ``_convert_id_to_token``,
+``_tokenize``, ``convert_tokens_to_string``, ``save_vocabulary`` and, when it wraps
+sequences, ``build_inputs_with_special_tokens``. It may call ``super().__init__`` before or
+after loading its vocabulary: special tokens are given ids once construction has finished
+(see :class:`_RegistersSpecialTokens`). Everything a data pipeline calls (``encode``,
+``decode``, ``batch_encode``, ``eod_id``, ``pad_id``, ...) is defined here once, so it means the
+same for every tokenizer. ``libai.tokenizer.tokenization_base.PreTrainedTokenizer`` is this
+class under LiBai's name.
 """
-import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+import difflib
+import inspect
+import logging
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from libai.tokenizer.added_tokens import NoSplitTokens
+from libai.tokenizer.decoding import clean_up_tokenization
 from libai.tokenizer.padding import PaddingArg, check_padding_side, pad_batch, pad_to_length
+from libai.tokenizer.pretrained import PretrainedFilesMixin
+from libai.tokenizer.special_tokens import SPECIAL_ROLES, SpecialTokensMixin
+from libai.tokenizer.tensors import convert_to_tensors
+from libai.tokenizer.vocab_size import PaddedVocabSize
 
 __all__ = ["BaseTokenizer"]
 
+logger = logging.getLogger(__name__)
+
 _PADDING_CHOICES = "padding must be True, False, 'longest' or 'max_length', got "
 
-# The named special-token roles, in the order their keyword arguments are accepted.
-SPECIAL_ROLES = ("unk", "pad", "cls", "sep", "mask", "bos", "eos")
+
+class _RegistersSpecialTokens(type):
+    """Give the special tokens their ids after the whole constructor has run, and remember the
+    constructor's keyword arguments for :meth:`~BaseTokenizer.save_pretrained`.
+
+    Tokenizers written for LiBai call ``super().__init__(...)`` *before* loading their
+    vocabulary, ours after; doing this at the end of construction serves both.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        tokenizer = super().__call__(*args, **kwargs)
+        tokenizer.init_kwargs = _keyword_arguments(cls, args, kwargs)
+        tokenizer.init_inputs = ()
+        tokenizer.sanitize_special_tokens()
+        return tokenizer
 
 
-def _token_property(role: str) -> property:
-    return property(
-        lambda self: self._special_tokens.get(role),
-        doc=f"The {role} token as a string, or None when this tokenizer has none.",
-    )
+def _keyword_arguments(cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The constructor call as keyword arguments (positional ones named by the signature)."""
+    try:
+        bound = inspect.signature(cls.__init__).bind_partial(None, *args, **kwargs)
+    except TypeError:
+        return dict(kwargs)
+    named = dict(bound.arguments)
+    named.pop(next(iter(named)), None)  # self
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD and name in named:
+            named.update(named.pop(name))
+    return named
 
 
-def _id_property(role: str) -> property:
-    return property(
-        lambda self: self._special_id(role),
-        doc=f"The id of the {role} token, or None when this tokenizer has none.",
-    )
-
-
-class BaseTokenizer:
-    """Shared machinery: special and added tokens, id conversion, encode/decode, padding.
+class BaseTokenizer(SpecialTokensMixin, PretrainedFilesMixin, metaclass=_RegistersSpecialTokens):
+    """Shared machinery: special and added tokens, id conversion, encode/decode, padding, files.
 
     Args:
-        unk_token, pad_token, cls_token, sep_token, mask_token, bos_token, eos_token: the
-            special token for each role, or None for none. A special token missing from the
-            vocabulary file is appended to it (it gets the next free id).
-        additional_special_tokens: more special tokens (e.g. ``<extra_id_0>`` sentinels), also
-            appended when missing and never split.
+        unk_token, pad_token, cls_token, sep_token, mask_token, bos_token, eos_token,
+            eod_token: the special token for each role, or None for none. A special token
+            missing from the vocabulary gets the next free id.
+        additional_special_tokens: more special tokens (e.g. ``<extra_id_0>`` sentinels).
+        add_bos_token: LiBai's name for "``encode`` adds the model's special tokens by
+            default" (BERT: ``[CLS] … [SEP]``; RoBERTa: ``<s> … </s>``; GPT-2: a leading
+            ``<|endoftext|>``; T5: a trailing ``</s>``). False, as in LiBai.
         model_max_length: default ``max_length`` for ``truncation=True``.
         padding_side: ``"right"`` (default) or ``"left"`` (handy for generation).
+        verbose: accepted for LiBai (which logs each added token when True).
+        **kwargs: unknown arguments are kept in ``init_kwargs`` and ignored with a warning:
+            LiBai's own configs pass ``do_lower_case`` to GPT-2, which has no such option.
     """
+
+    #: ``decode`` puts a space between added tokens and the text around them (tokenizers
+    #: whose tokens do not carry their spaces: WordPiece, SentencePiece).
+    spaces_between_special_tokens: bool = True
+    #: ``decode`` removes spaces before punctuation by default (lossy tokenizers only).
+    clean_up_tokenization_spaces: bool = False
 
     def __init__(
         self,
@@ -61,271 +100,278 @@ class BaseTokenizer:
         mask_token: Optional[str] = None,
         bos_token: Optional[str] = None,
         eos_token: Optional[str] = None,
-        additional_special_tokens: Sequence[str] = (),
+        eod_token: Optional[str] = None,
+        additional_special_tokens: Optional[Sequence[str]] = None,
+        add_bos_token: bool = False,
         model_max_length: Optional[int] = None,
         padding_side: str = "right",
+        verbose: bool = True,
+        **kwargs: Any,
     ) -> None:
+        if kwargs:
+            self._warn_unused(kwargs)
         given = dict(zip(SPECIAL_ROLES, (unk_token, pad_token, cls_token, sep_token,
-                                         mask_token, bos_token, eos_token)))
-        for role, token in given.items():
-            if token is not None and (not isinstance(token, str) or not token):
-                raise TypeError(f"{role}_token must be a non-empty string or None, got {token!r}")
-        self._special_tokens: Dict[str, str] = {r: t for r, t in given.items() if t is not None}
-        self._added_tokens: Dict[str, int] = {}
-        self._added_by_id: Dict[int, str] = {}
-        self._special_set: Set[str] = set()
-        self._no_split: Set[str] = set()
-        self._split_regex: Optional["re.Pattern[str]"] = None
+                                         mask_token, bos_token, eos_token, eod_token)))
+        self._init_special_tokens(given, additional_special_tokens)
+        self.added_tokens_encoder: Dict[str, int] = {}
+        self.added_tokens_decoder: Dict[int, str] = {}
+        self._no_split = NoSplitTokens()
         self._padded_vocab_size: Optional[int] = None
+        self.add_bos_token = add_bos_token
         self.model_max_length = model_max_length
         self.padding_side = check_padding_side(padding_side)
-        extra = list(additional_special_tokens or ())
-        self.add_tokens(list(self._special_tokens.values()) + extra, special=True)
-        self.additional_special_tokens: List[str] = extra
+        self.verbose = verbose
+
+    def _warn_unused(self, kwargs: Dict[str, Any]) -> None:
+        known = list(inspect.signature(type(self).__init__).parameters)
+        for name in kwargs:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            logger.warning(f"{type(self).__name__} ignores the argument {name}={kwargs[name]!r}{hint}")
 
     # ----------------------------------------------------------------------------------------
-    # What a subclass provides
+    # What a subclass provides (LiBai's hook names)
     # ----------------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """Size of the base vocabulary (the files), without added tokens; ``len()`` counts all."""
+        raise NotImplementedError
+
     def _tokenize(self, text: str) -> List[str]:
         """Split text that holds no added token into model tokens."""
         raise NotImplementedError
 
-    def _base_vocab(self) -> Dict[str, int]:
-        """The vocabulary read from the files, token -> id, ids 0..n-1."""
-        raise NotImplementedError
+    def _convert_token_to_id(self, token: str) -> Optional[int]:
+        """The base-vocabulary id of ``token``, or the unknown token's id."""
+        index = self._base_id(token)
+        return index if index is not None else self.unk_token_id
 
-    def _base_token(self, index: int) -> str:
-        """The base-vocabulary token whose id is ``index`` (0 <= index < base size)."""
+    def _convert_id_to_token(self, index: int) -> str:
+        """The base-vocabulary token whose id is ``index`` (0 <= index < vocab_size)."""
         raise NotImplementedError
 
     def _base_id(self, token: str) -> Optional[int]:
-        """The id of ``token`` in the base vocabulary, or None."""
-        return self._base_vocab().get(token)
+        """The base-vocabulary id of ``token``, or None when it is not there.
+
+        Ours override this; a subclass written for LiBai overrides ``_convert_token_to_id``
+        (which answers the unknown token's id instead of None), and this tells them apart.
+        """
+        if type(self)._convert_token_to_id is BaseTokenizer._convert_token_to_id:
+            raise NotImplementedError(f"{type(self).__name__} must define _convert_token_to_id")
+        index = self._convert_token_to_id(token)
+        unk = self._special_tokens.get("unk")
+        if index is None or (unk is not None and token != unk
+                             and index == self._convert_token_to_id(unk)):
+            return None
+        return index
+
+    def _base_vocab(self) -> Dict[str, int]:
+        """The base vocabulary, token -> id (subclasses with a dict at hand return it)."""
+        return {self._convert_id_to_token(i): i for i in range(self.vocab_size)}
 
     def convert_tokens_to_string(self, tokens: List[str]) -> str:
         """Join tokens back into text (the inverse of :meth:`tokenize` where possible)."""
-        raise NotImplementedError
+        return " ".join(tokens)
 
-    def build_inputs_with_special_tokens(self, ids: List[int]) -> List[int]:
-        """Wrap one sequence's ids with the model's special tokens; default: unchanged."""
-        return list(ids)
-
-    @property
-    def eod_token(self) -> Optional[str]:
-        """The token that ends a document in a token stream (``append_eod``)."""
-        return self._special_tokens.get("eos")
+    def build_inputs_with_special_tokens(
+        self, token_ids_0: List[int], token_ids_1: Optional[List[int]] = None
+    ) -> List[int]:
+        """Wrap one sequence (or a pair) with the model's special tokens; default: concatenate."""
+        return list(token_ids_0) + list(token_ids_1 or [])
 
     # ----------------------------------------------------------------------------------------
     # Vocabulary
     # ----------------------------------------------------------------------------------------
     @property
     def base_vocab_size(self) -> int:
-        """Number of tokens in the vocabulary files, without added tokens."""
-        return len(self._base_vocab())
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of distinct ids, added tokens included: every id is below this."""
-        return self.base_vocab_size + len(self._added_by_id)
-
-    def __len__(self) -> int:
+        """Same as :attr:`vocab_size`: the tokens of the vocabulary files."""
         return self.vocab_size
 
+    def __len__(self) -> int:
+        """Every id, added tokens included."""
+        return self.vocab_size + len(self.added_tokens_encoder)
+
     @property
-    def padded_vocab_size(self) -> int:
-        """Embedding rows a model should allocate: ``vocab_size`` unless :func:`build_tokenizer`
-        rounded it up (to a multiple that splits evenly across tensor-parallel ranks)."""
-        if self._padded_vocab_size is None:
-            return self.vocab_size
-        return max(self._padded_vocab_size, self.vocab_size)
+    def padded_vocab_size(self) -> PaddedVocabSize:
+        """Embedding rows a model should allocate: ``len(tokenizer)`` unless
+        :func:`build_tokenizer` rounded it up. Calling it, ``padded_vocab_size(multiple)``, is
+        LiBai's spelling of :func:`pad_vocab_size` on ``len(tokenizer)``."""
+        size = len(self) if self._padded_vocab_size is None else max(self._padded_vocab_size, len(self))
+        return PaddedVocabSize(size, len(self))
 
     @padded_vocab_size.setter
     def padded_vocab_size(self, value: int) -> None:
-        if not isinstance(value, int) or value < self.vocab_size:
-            raise ValueError(
-                f"padded_vocab_size must be an int >= vocab_size ({self.vocab_size}), got {value!r}"
-            )
-        self._padded_vocab_size = value
+        if isinstance(value, bool) or not isinstance(value, int) or value < len(self):
+            raise ValueError(f"padded_vocab_size must be an int >= len(tokenizer) ({len(self)}), got {value!r}")
+        self._padded_vocab_size = int(value)
 
     def get_vocab(self) -> Dict[str, int]:
         """Every token -> id, added tokens included."""
         vocab = dict(self._base_vocab())
-        vocab.update(self._added_tokens)
+        vocab.update(self.added_tokens_encoder)
         return vocab
 
-    def add_tokens(self, tokens: Iterable[str], special: bool = False) -> int:
-        """Register tokens that are never split; give new ids to those not yet in the vocabulary.
+    def get_added_vocab(self) -> Dict[str, int]:
+        """The tokens appended after the vocabulary files, token -> id (a copy)."""
+        return dict(self.added_tokens_encoder)
 
-        Returns how many new ids were created. ``special=True`` marks them as special tokens,
-        which ``decode(..., skip_special_tokens=True)`` leaves out.
+    def add_tokens(self, new_tokens: Union[str, Sequence[str]], special_tokens: bool = False) -> int:
+        """Add tokens that are never split; those not in the vocabulary get new ids.
+
+        Returns how many ids were created. A tokenizer that lower-cases (``do_lower_case``)
+        lower-cases ordinary added tokens and finds them in any case; ``special_tokens=True``
+        keeps them exactly as written (to make them *special*, i.e. left out by
+        ``skip_special_tokens``, use :meth:`add_special_tokens`).
         """
+        if isinstance(new_tokens, str):
+            new_tokens = [new_tokens]
+        caseless = not special_tokens and bool(getattr(self, "do_lower_case", False))
         created = 0
-        for token in tokens:
+        no_split = []
+        for token in new_tokens or ():
             if not isinstance(token, str) or not token:
                 raise TypeError(f"added tokens must be non-empty strings, got {token!r}")
-            if self._base_id(token) is None and token not in self._added_tokens:
-                new_id = self.vocab_size
-                self._added_tokens[token] = new_id
-                self._added_by_id[new_id] = token
+            if caseless:
+                token = token.lower()
+            if self._token_to_id(token) is None:
+                new_id = len(self)
+                self.added_tokens_encoder[token] = new_id
+                self.added_tokens_decoder[new_id] = token
                 created += 1
-            self._no_split.add(token)
-            if special:
-                self._special_set.add(token)
-        self._split_regex = None
+                no_split.append(token)
+            elif special_tokens:
+                no_split.append(token)
+        self._no_split.add(no_split, caseless=caseless)
         return created
+
+    def _restore_added_tokens(self, saved: Dict[str, int]) -> None:
+        """Replace the added tokens by ``saved`` (token -> id, as ``added_tokens.json``), then
+        give any special token still without an id the next one."""
+        self.added_tokens_encoder, self.added_tokens_decoder = {}, {}
+        self._no_split = NoSplitTokens()
+        specials = set(self.all_special_tokens_unordered())
+        for token, index in sorted(saved.items(), key=lambda item: item[1]):
+            if index != len(self):
+                raise ValueError(
+                    f"added_tokens.json gives {token!r} the id {index}, but the next free id is "
+                    f"{len(self)}: added ids must continue the vocabulary without gaps"
+                )
+            self.add_tokens([token], special_tokens=token in specials)
+        self.sanitize_special_tokens()
 
     def is_added_token(self, token: str) -> bool:
         """True for special tokens and tokens registered with :meth:`add_tokens`."""
         return token in self._no_split
 
     # ----------------------------------------------------------------------------------------
-    # Special tokens
-    # ----------------------------------------------------------------------------------------
-    unk_token = _token_property("unk")
-    pad_token = _token_property("pad")
-    cls_token = _token_property("cls")
-    sep_token = _token_property("sep")
-    mask_token = _token_property("mask")
-    bos_token = _token_property("bos")
-    eos_token = _token_property("eos")
-    unk_id = unk_token_id = _id_property("unk")
-    pad_id = pad_token_id = _id_property("pad")
-    cls_id = cls_token_id = _id_property("cls")
-    sep_id = sep_token_id = _id_property("sep")
-    mask_id = mask_token_id = _id_property("mask")
-    bos_id = bos_token_id = _id_property("bos")
-    eos_id = eos_token_id = _id_property("eos")
-
-    @property
-    def eod_id(self) -> Optional[int]:
-        """Id of :attr:`eod_token`: what a text pipeline appends after each document."""
-        token = self.eod_token
-        return None if token is None else self._token_to_id(token)
-
-    @property
-    def eod(self) -> Optional[int]:
-        """Same as :attr:`eod_id` (the Megatron spelling)."""
-        return self.eod_id
-
-    def _special_id(self, role: str) -> Optional[int]:
-        token = self._special_tokens.get(role)
-        return None if token is None else self._token_to_id(token)
-
-    @property
-    def special_tokens_map(self) -> Dict[str, str]:
-        """Role -> token for every special token role this tokenizer has."""
-        return {f"{role}_token": token for role, token in self._special_tokens.items()}
-
-    @property
-    def all_special_tokens(self) -> List[str]:
-        """Every special token (named roles and additional ones), sorted by id."""
-        return sorted(self._special_set, key=self._token_to_id)
-
-    @property
-    def all_special_ids(self) -> List[int]:
-        """Ids of :attr:`all_special_tokens`."""
-        return [self._token_to_id(token) for token in self.all_special_tokens]
-
-    # ----------------------------------------------------------------------------------------
     # Tokens <-> ids
     # ----------------------------------------------------------------------------------------
     def _token_to_id(self, token: str) -> Optional[int]:
-        if token in self._added_tokens:
-            return self._added_tokens[token]
+        if token in self.added_tokens_encoder:
+            return self.added_tokens_encoder[token]
         return self._base_id(token)
 
-    def _id_to_token(self, index: int) -> str:
+    def _id_to_token(self, index: Any) -> str:
         if isinstance(index, bool) or not isinstance(index, int):
             try:
                 index = int(index)  # numpy and oneflow integer scalars
             except (TypeError, ValueError):
                 raise TypeError(f"token ids must be integers, got {index!r}") from None
-        if 0 <= index < self.base_vocab_size:
-            return self._base_token(index)
-        if index in self._added_by_id:
-            return self._added_by_id[index]
-        raise IndexError(
-            f"token id {index} is outside the vocabulary (ids 0..{self.vocab_size - 1})"
-        )
+        if 0 <= index < self.vocab_size:
+            return self._convert_id_to_token(index)
+        if index in self.added_tokens_decoder:
+            return self.added_tokens_decoder[index]
+        raise IndexError(f"token id {index} is outside the vocabulary (ids 0..{len(self) - 1})")
 
-    def convert_tokens_to_ids(self, tokens: Union[str, Sequence[str]]) -> Union[int, List[int]]:
-        """Map a token (or a list of tokens) to its id; unknown tokens map to ``unk_id``."""
+    def convert_tokens_to_ids(self, tokens: Union[str, Sequence[str], None]) -> Any:
+        """Map a token, a list of tokens or a list of lists to ids; unknown tokens map to
+        ``unk_token_id``."""
+        if tokens is None:
+            return None
         if isinstance(tokens, str):
             return self._lookup(tokens)
-        return [self._lookup(token) for token in tokens]
+        return [self.convert_tokens_to_ids(t) if isinstance(t, (list, tuple)) else self._lookup(t)
+                for t in tokens]
 
     def _lookup(self, token: str) -> int:
         index = self._token_to_id(token)
         if index is not None:
             return index
-        unk = self.unk_id
+        unk = self.unk_token_id
         if unk is None:
-            raise KeyError(
-                f"token {token!r} is not in the vocabulary and this tokenizer has no unk_token"
-            )
+            raise KeyError(f"token {token!r} is not in the vocabulary and this tokenizer has no unk_token")
         return unk
 
-    def convert_ids_to_tokens(
-        self, ids: Union[int, Sequence[int]], skip_special_tokens: bool = False
-    ) -> Union[str, List[str]]:
-        """Map an id (or a sequence of ids) back to its token."""
+    def convert_ids_to_tokens(self, ids: Any, skip_special_tokens: bool = False) -> Union[str, List[str]]:
+        """Map an id (or a sequence of ids) back to its token(s)."""
         if isinstance(ids, int) and not isinstance(ids, bool):
             return self._id_to_token(ids)
         tokens = [self._id_to_token(index) for index in _as_id_list(ids)]
         if skip_special_tokens:
-            tokens = [token for token in tokens if token not in self._special_set]
+            specials = set(self.all_special_tokens)
+            tokens = [token for token in tokens if token not in specials]
         return tokens
 
     # ----------------------------------------------------------------------------------------
     # Text <-> tokens <-> ids
     # ----------------------------------------------------------------------------------------
-    def _split_on_added(self, text: str) -> List[Tuple[str, bool]]:
-        """Cut ``text`` into (piece, is_added_token) runs, longest added token first."""
-        if not self._no_split:
-            return [(text, False)]
-        if self._split_regex is None:
-            ordered = sorted(self._no_split, key=lambda t: (-len(t), t))
-            self._split_regex = re.compile("(" + "|".join(map(re.escape, ordered)) + ")")
-        pieces = self._split_regex.split(text)
-        # re.split with one group alternates: text, match, text, match, ..., text
-        return [(piece, index % 2 == 1) for index, piece in enumerate(pieces) if piece]
-
-    def tokenize(self, text: str) -> List[str]:
+    def tokenize(self, text: str, **kwargs: Any) -> List[str]:
         """Split ``text`` into tokens; added and special tokens in it are kept whole."""
         if not isinstance(text, str):
             raise TypeError(f"tokenize() takes a str, got {type(text).__name__}")
         tokens: List[str] = []
-        for piece, is_added in self._split_on_added(text):
+        for piece, is_added in self._no_split.split(text):
             if is_added:
                 tokens.append(piece)
             else:
                 tokens.extend(self._tokenize(piece))
         return tokens
 
-    def num_special_tokens_to_add(self) -> int:
-        """How many ids :meth:`encode` adds around a sequence when ``add_special_tokens=True``."""
-        return len(self.build_inputs_with_special_tokens([]))
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        """How many ids wrapping adds around one sequence (or a pair)."""
+        return len(self._wrap([], [] if pair else None))
 
     def encode(
         self,
-        text: str,
-        add_special_tokens: bool = True,
+        text: Union[str, Sequence[str], Sequence[int]],
+        add_special_tokens: Optional[bool] = None,
         max_length: Optional[int] = None,
         truncation: bool = False,
         padding: PaddingArg = False,
-    ) -> List[int]:
+        return_tensors: Optional[str] = None,
+        is_global: bool = False,
+        device: Optional[str] = None,
+        **kwargs: Any,
+    ) -> Any:
         """Text -> ids.
 
         Args:
-            add_special_tokens: wrap the ids as the model expects (BERT: ``[CLS] ... [SEP]``;
-                GPT-2: nothing).
+            text: a str; a list of str (encoded one by one, a list of id lists comes back);
+                or a list of ids, returned unchanged (as LiBai does).
+            add_special_tokens: wrap the ids as the model expects (BERT: ``[CLS] ... [SEP]``).
+                None follows the tokenizer's ``add_bos_token`` (False unless built with True).
             max_length: the length that ``truncation`` cuts to and ``padding`` fills to.
-                Without ``truncation`` a longer text is returned whole.
             truncation: cut the text's ids so that the result, special tokens included, has at
                 most ``max_length`` ids (``model_max_length`` when ``max_length`` is None).
             padding: ``True`` or ``"max_length"`` appends ``pad_id`` up to ``max_length``
                 (on ``padding_side``); ``False`` or ``"longest"`` leaves a single text as is.
+            return_tensors, is_global, device, kwargs: None gives lists, ``"np"`` a numpy array,
+                ``"of"`` a OneFlow tensor (see :func:`~libai.tokenizer.tensors.convert_to_tensors`).
         """
+        if isinstance(text, (list, tuple)) and text and all(isinstance(t, int) for t in text):
+            return text
+        if isinstance(text, (list, tuple)) and text and all(isinstance(t, str) for t in text):
+            ids: Any = [self._encode_one(t, add_special_tokens, max_length, truncation, padding)
+                        for t in text]
+        elif isinstance(text, str):
+            ids = self._encode_one(text, add_special_tokens, max_length, truncation, padding)
+        else:
+            raise ValueError("encode() takes a str, a list of str or a list of int ids, "
+                             f"got {type(text).__name__}")
+        return convert_to_tensors(ids, return_tensors, is_global, device, **kwargs)
+
+    def _encode_one(self, text: str, add_special_tokens: Optional[bool], max_length: Optional[int],
+                    truncation: bool, padding: PaddingArg) -> List[int]:
         ids = self._encode_unpadded(text, add_special_tokens, max_length, truncation)
         if padding in (True, "max_length"):
             ids, _ = pad_to_length(ids, self._require_length(max_length, "padding"),
@@ -337,7 +383,7 @@ class BaseTokenizer:
     def batch_encode(
         self,
         texts: Sequence[str],
-        add_special_tokens: bool = True,
+        add_special_tokens: Optional[bool] = None,
         max_length: Optional[int] = None,
         truncation: bool = False,
         padding: PaddingArg = True,
@@ -362,33 +408,40 @@ class BaseTokenizer:
         ids, mask = pad_batch(rows, length, self._require_pad_id(), self.padding_side)
         return {"input_ids": ids, "attention_mask": mask}
 
-    def _encode_unpadded(
-        self, text: str, add_special_tokens: bool, max_length: Optional[int], truncation: bool
-    ) -> List[int]:
+    def _encode_unpadded(self, text: str, add_special_tokens: Optional[bool],
+                         max_length: Optional[int], truncation: bool) -> List[int]:
+        wrap = self.add_bos_token if add_special_tokens is None else add_special_tokens
         ids = self.convert_tokens_to_ids(self.tokenize(text))
         if truncation:
             limit = self._require_length(max_length, "truncation")
-            reserved = self.num_special_tokens_to_add() if add_special_tokens else 0
+            reserved = self.num_special_tokens_to_add() if wrap else 0
             if limit < reserved:
                 raise ValueError(
                     f"max_length={limit} leaves no room: {reserved} special tokens are added; "
                     f"use max_length >= {reserved} or add_special_tokens=False"
                 )
             ids = ids[: limit - reserved]
-        return self.build_inputs_with_special_tokens(ids) if add_special_tokens else ids
+        return self._wrap(ids) if wrap else ids
+
+    def _wrap(self, ids: List[int], pair_ids: Optional[List[int]] = None) -> List[int]:
+        """Add the special tokens whatever ``add_bos_token`` says (subclasses that consult the
+        flag inside ``build_inputs_with_special_tokens``, as LiBai's do, see it set here)."""
+        saved, self.add_bos_token = self.add_bos_token, True
+        try:
+            return self.build_inputs_with_special_tokens(ids, pair_ids)
+        finally:
+            self.add_bos_token = saved
 
     def _require_length(self, max_length: Optional[int], what: str) -> int:
         length = max_length if max_length is not None else self.model_max_length
         if length is None:
-            raise ValueError(
-                f"{what} needs max_length (or a tokenizer built with model_max_length=...)"
-            )
+            raise ValueError(f"{what} needs max_length (or a tokenizer built with model_max_length=...)")
         if isinstance(length, bool) or not isinstance(length, int) or length < 0:
             raise ValueError(f"max_length must be a non-negative int, got {length!r}")
         return length
 
     def _require_pad_id(self) -> int:
-        pad = self.pad_id
+        pad = self.pad_token_id
         if pad is None:
             raise ValueError(
                 f"{type(self).__name__} has no pad token, so it cannot pad; build it with "
@@ -396,23 +449,51 @@ class BaseTokenizer:
             )
         return pad
 
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
-        """Ids -> text. Accepts a list, a tuple, or a 1-D numpy/oneflow integer array."""
-        tokens = self.convert_ids_to_tokens(_as_id_list(ids), skip_special_tokens)
-        return self.convert_tokens_to_string(tokens)
+    def decode(
+        self,
+        token_ids: Any,
+        skip_special_tokens: bool = False,
+        clean_up_tokenization_spaces: Optional[bool] = None,
+        spaces_between_special_tokens: Optional[bool] = None,
+    ) -> str:
+        """Ids -> text. Accepts a list, a tuple, or a 1-D numpy/OneFlow integer array.
 
-    def save_vocabulary(self, directory: str) -> Tuple[str, ...]:
-        """Write the vocabulary files into ``directory`` (created if needed); return their paths.
-
-        Added tokens are not written: pass the same special-token arguments when loading.
+        Runs of ordinary tokens are joined by :meth:`convert_tokens_to_string`; added and
+        special tokens stand for their own text. The two switches default to the class's
+        attributes of the same name: ``spaces_between_special_tokens`` puts a space around
+        added tokens (for tokenizers whose tokens do not carry spaces), and
+        ``clean_up_tokenization_spaces`` removes spaces before punctuation (``"a , b"`` ->
+        ``"a, b"``), for BERT, whose tokens lost the original spacing anyway.
         """
+        tokens = self.convert_ids_to_tokens(_as_id_list(token_ids), skip_special_tokens)
+        parts: List[str] = []
+        run: List[str] = []
+        for token in tokens:
+            if token in self._no_split:
+                if run:
+                    parts.append(self.convert_tokens_to_string(run))
+                    run = []
+                parts.append(token)
+            else:
+                run.append(token)
+        if run:
+            parts.append(self.convert_tokens_to_string(run))
+        spaced = (self.spaces_between_special_tokens if spaces_between_special_tokens is None
+                  else spaces_between_special_tokens)
+        text = (" " if spaced else "").join(part for part in parts if part or not spaced)
+        clean = (self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None
+                 else clean_up_tokenization_spaces)
+        return clean_up_tokenization(text) if clean else text
+
+    clean_up_tokenization = staticmethod(clean_up_tokenization)
+
+    def save_vocabulary(self, save_directory: str, filename_prefix: Optional[str] = None) -> Tuple[str, ...]:
+        """Write the vocabulary files into ``save_directory`` (created if needed); return their
+        paths. Added tokens are not written (:meth:`save_pretrained` writes them too)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(vocab_size={self.vocab_size}, "
-            f"special_tokens={self.special_tokens_map})"
-        )
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, len={len(self)}, special_tokens={self.special_tokens_map})"
 
 
 def _as_id_list(ids: Any) -> List[int]:
@@ -425,3 +506,4 @@ def _as_id_list(ids: Any) -> List[int]:
     if any(isinstance(i, (list, tuple)) for i in ids):
         raise ValueError("decode() takes one sequence of ids; decode a batch row by row")
     return ids
+

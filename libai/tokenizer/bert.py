@@ -9,17 +9,23 @@ from libai.tokenizer.chinese_wwm import (
     mark_continuations,
 )
 from libai.tokenizer.unicode_chars import is_cjk
-from libai.tokenizer.vocab_files import load_wordpiece_vocab, save_wordpiece_vocab
+from libai.tokenizer.vocab_files import VOCAB_TXT, load_wordpiece_vocab, save_wordpiece_vocab
 from libai.tokenizer.wordpiece import BasicTokenizer, WordpieceTokenizer
 
-__all__ = ["BertTokenizer"]
+__all__ = ["BertTokenizer", "VOCAB_FILES_NAMES"]
+
+VOCAB_FILES_NAMES = {"vocab_file": VOCAB_TXT}
+
+_PUBLISHED = ("bert-base-uncased", "bert-large-uncased", "bert-base-cased", "bert-large-cased",
+              "bert-base-chinese")
 
 
 class BertTokenizer(BaseTokenizer):
     """WordPiece tokenizer for BERT-style models, from a ``vocab.txt`` (one token per line).
 
-    ``encode`` wraps a text as ``[CLS] ... [SEP]``; ``eod_id`` is ``[SEP]``'s id, which is what a
-    text pipeline appends between documents.
+    ``encode(text, add_special_tokens=True)`` (or every ``encode`` of a tokenizer built with
+    ``add_bos_token=True``) wraps a text as ``[CLS] ... [SEP]``; ``eod_id`` is ``[SEP]``'s id,
+    which is what a text pipeline appends between documents.
 
     Args:
         vocab_file: path of the ``vocab.txt``. None exists yet? ``tools/train_vocab.py --type
@@ -35,9 +41,20 @@ class BertTokenizer(BaseTokenizer):
         unk_token, sep_token, pad_token, cls_token, mask_token: the special tokens.
         chinese_word_segmenter: callable splitting a run of Chinese characters into words.
         max_input_chars_per_word: longer words become ``[UNK]`` (bounds the quadratic search).
+        do_basic_tokenize: False skips the basic step (WordPiece on whitespace-split words).
         **kwargs: ``bos_token``, ``eos_token``, ``additional_special_tokens``,
-            ``model_max_length``, ``padding_side`` (see :class:`BaseTokenizer`).
+            ``add_bos_token``, ``model_max_length``, ``padding_side`` (see :class:`BaseTokenizer`).
     """
+
+    vocab_files_names = VOCAB_FILES_NAMES
+    pretrained_vocab_files_map = {
+        "vocab_file": {name: f"https://huggingface.co/{name}/resolve/main/vocab.txt" for name in _PUBLISHED}
+    }
+    max_model_input_sizes = {name: 512 for name in _PUBLISHED}
+    pretrained_init_configuration = {name: {"do_lower_case": "uncased" in name} for name in _PUBLISHED}
+    default_eod_role = "sep"  # BERT has no end-of-document token; [SEP] separates documents
+    spaces_between_special_tokens = True
+    clean_up_tokenization_spaces = True  # WordPiece lost the spacing: "a , b" -> "a, b"
 
     def __init__(
         self,
@@ -54,12 +71,14 @@ class BertTokenizer(BaseTokenizer):
         mask_token: str = "[MASK]",
         chinese_word_segmenter: Optional[Segmenter] = None,
         max_input_chars_per_word: int = 100,
+        do_basic_tokenize: bool = True,
         **kwargs: Any,
     ) -> None:
         self.vocab_file = vocab_file
         self._vocab: Dict[str, int] = load_wordpiece_vocab(vocab_file)
         self._ids_to_tokens: List[str] = list(self._vocab)  # line order == id order
         self.do_lower_case = do_lower_case
+        self.do_basic_tokenize = do_basic_tokenize
         self.do_chinese_wwm = do_chinese_wwm
         self.basic_tokenizer = BasicTokenizer(
             do_lower_case=do_lower_case,
@@ -85,10 +104,15 @@ class BertTokenizer(BaseTokenizer):
         )
 
     # -- vocabulary ----------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """Tokens in ``vocab.txt`` (added tokens not counted; ``len()`` counts them)."""
+        return len(self._vocab)
+
     def _base_vocab(self) -> Dict[str, int]:
         return self._vocab
 
-    def _base_token(self, index: int) -> str:
+    def _convert_id_to_token(self, index: int) -> str:
         return self._ids_to_tokens[index]
 
     def _base_id(self, token: str) -> Optional[int]:
@@ -101,13 +125,10 @@ class BertTokenizer(BaseTokenizer):
         """The ``vocab.txt`` contents, token -> id (a copy)."""
         return dict(self._vocab)
 
-    @property
-    def eod_token(self) -> Optional[str]:
-        """BERT has no end-of-document token; ``[SEP]`` separates documents."""
-        return self.sep_token
-
     # -- tokenization --------------------------------------------------------------------------
     def _tokenize(self, text: str) -> List[str]:
+        if not self.do_basic_tokenize:
+            return self.wordpiece_tokenizer.tokenize(text)
         words = self.basic_tokenizer.tokenize(text)
         if self._segmenter is not None:
             flags = continuation_flags(self.basic_tokenizer.clean_text(text), self._segmenter)
@@ -123,11 +144,14 @@ class BertTokenizer(BaseTokenizer):
                 pieces.extend(self.wordpiece_tokenizer.tokenize_word(word))
         return pieces
 
-    def build_inputs_with_special_tokens(self, ids: List[int]) -> List[int]:
-        """``[CLS] ids [SEP]``."""
+    def build_inputs_with_special_tokens(
+        self, token_ids_0: List[int], token_ids_1: Optional[List[int]] = None
+    ) -> List[int]:
+        """``[CLS] A [SEP]``, or ``[CLS] A [SEP] B [SEP]`` for a pair."""
         head = [] if self.cls_id is None else [self.cls_id]
         tail = [] if self.sep_id is None else [self.sep_id]
-        return head + list(ids) + tail
+        ids = head + list(token_ids_0) + tail
+        return ids if token_ids_1 is None else ids + list(token_ids_1) + tail
 
     def convert_tokens_to_string(self, tokens: List[str]) -> str:
         """Glue ``##`` pieces to the piece before them and adjacent CJK characters to each
@@ -145,9 +169,11 @@ class BertTokenizer(BaseTokenizer):
             previous = token
         return text
 
-    def save_vocabulary(self, directory: str) -> Tuple[str, ...]:
-        """Write ``directory/vocab.txt``; return ``(path,)``."""
-        return (save_wordpiece_vocab(self._vocab, directory),)
+    def save_vocabulary(self, save_directory: str, filename_prefix: Optional[str] = None) -> Tuple[str, ...]:
+        """Write ``save_directory/vocab.txt`` (``PREFIX-vocab.txt`` with a prefix); return
+        ``(path,)``."""
+        name = (f"{filename_prefix}-" if filename_prefix else "") + VOCAB_TXT
+        return (save_wordpiece_vocab(self._vocab, save_directory, name),)
 
 
 def _is_marked_cjk(token: str) -> bool:

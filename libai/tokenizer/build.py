@@ -1,15 +1,17 @@
 """Build a tokenizer from the ``tokenization`` part of a config, with a padded vocabulary size.
 
-Tensor parallelism splits the embedding's vocabulary rows across ranks, so the row count must
-divide evenly; GPUs also run faster on sizes that are multiples of 64 or 128. A model therefore
-allocates ``tokenizer.padded_vocab_size`` rows: the vocabulary size rounded up to a multiple of
-``make_vocab_size_divisible_by × tensor_parallel_size``. The extra rows are never produced by the
-tokenizer and simply go unused.
+A model allocates ``tokenizer.padded_vocab_size`` embedding rows: ``len(tokenizer)`` rounded up
+to a multiple of ``make_vocab_size_divisible_by × tensor_parallel_size`` (see
+:mod:`libai.tokenizer.vocab_size` for why).
 """
 import importlib
 from typing import Any, Mapping, Optional
 
+from omegaconf import DictConfig, OmegaConf
+
+from libai.config import instantiate
 from libai.tokenizer.base import BaseTokenizer
+from libai.tokenizer.vocab_size import pad_vocab_size
 
 __all__ = ["build_tokenizer", "pad_vocab_size"]
 
@@ -17,19 +19,9 @@ __all__ = ["build_tokenizer", "pad_vocab_size"]
 _BY_NAME = {
     "BertTokenizer": "libai.tokenizer.bert.BertTokenizer",
     "GPT2Tokenizer": "libai.tokenizer.gpt2.GPT2Tokenizer",
+    "RobertaTokenizer": "libai.tokenizer.roberta.RobertaTokenizer",
+    "T5Tokenizer": "libai.tokenizer.t5.T5Tokenizer",
 }
-
-
-def pad_vocab_size(size: int, multiple: int) -> int:
-    """The smallest multiple of ``multiple`` that is >= ``size``.
-
-    >>> pad_vocab_size(30522, 128)
-    30592
-    """
-    for name, value, low in (("size", size, 0), ("multiple", multiple, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"pad_vocab_size: {name} must be an int >= {low}, got {value!r}")
-    return -(-size // multiple) * multiple
 
 
 def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> BaseTokenizer:
@@ -57,7 +49,7 @@ def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> Bas
     if not isinstance(tokenizer, BaseTokenizer):
         raise TypeError(
             f"tokenization.tokenizer built a {type(tokenizer).__name__}, not a libai tokenizer "
-            "(BertTokenizer, GPT2Tokenizer or a BaseTokenizer subclass)"
+            f"({', '.join(_BY_NAME)} or a BaseTokenizer / PreTrainedTokenizer subclass)"
         )
     divisible_by = _get(cfg, "make_vocab_size_divisible_by")
     if divisible_by is not None:
@@ -81,29 +73,18 @@ def _tensor_parallel_size() -> int:
 def _instantiate(node: Any) -> Any:
     """Build ``node`` with libai.config's ``instantiate``, or by its ``name`` (registry style)."""
     name = _get(node, "name")
-    if _get(node, "_target_") is None and name is not None:
+    if _get(node, "_target_") is None:
+        if name is None:
+            raise ValueError("tokenization.tokenizer needs a '_target_' (use LazyCall) or a 'name'")
         if name not in _BY_NAME:
             raise ValueError(f"unknown tokenizer name {name!r}; expected one of {sorted(_BY_NAME)}")
         kwargs = {k: v for k, v in _plain(node).items() if k != "name"}
         return _locate(_BY_NAME[name])(**kwargs)
-    try:
-        from libai.config import instantiate
-    except ImportError:
-        instantiate = None
-    if instantiate is not None and not callable(instantiate):
-        # libai.config without its package exports yet: take the function from its module.
-        instantiate = getattr(instantiate, "instantiate", None)
-    if instantiate is None:
-        return _call_target(node)
     return instantiate(node)
 
 
 def _plain(node: Any) -> dict:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        DictConfig = ()
-    if DictConfig and isinstance(node, DictConfig):
+    if isinstance(node, DictConfig):
         return OmegaConf.to_container(node, resolve=True)
     return dict(node)
 
@@ -111,14 +92,3 @@ def _plain(node: Any) -> dict:
 def _locate(path: str) -> Any:
     module_name, _, attribute = path.rpartition(".")
     return getattr(importlib.import_module(module_name), attribute)
-
-
-def _call_target(node: Any) -> Any:
-    """Minimal stand-in for ``libai.config.instantiate`` on one flat ``_target_`` node."""
-    kwargs = _plain(node)
-    target = kwargs.pop("_target_", None)
-    if target is None:
-        raise ValueError("tokenization.tokenizer needs a '_target_' (use LazyCall) or a 'name'")
-    if isinstance(target, str):
-        target = _locate(target)
-    return target(**kwargs)

@@ -3,11 +3,19 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.byte_level import Pretokenizer, bytes_to_unicode, unicode_to_bytes
-from libai.tokenizer.vocab_files import load_bpe_vocab, load_merges, save_bpe_vocab, save_merges
+from libai.tokenizer.vocab_files import (
+    MERGES_TXT,
+    VOCAB_JSON,
+    load_bpe_vocab,
+    load_merges,
+    save_bpe_vocab,
+    save_merges,
+)
 
-__all__ = ["GPT2Tokenizer", "apply_merges"]
+__all__ = ["GPT2Tokenizer", "apply_merges", "VOCAB_FILES_NAMES"]
 
 EOD_TOKEN = "<|endoftext|>"
+VOCAB_FILES_NAMES = {"vocab_file": VOCAB_JSON, "merges_file": MERGES_TXT}
 
 
 def apply_merges(symbols: Sequence[str], ranks: Dict[Tuple[str, str], int]) -> List[str]:
@@ -60,8 +68,19 @@ class GPT2Tokenizer(BaseTokenizer):
             mask tells padding from a real end of text.
         cache_size: pre-tokens whose BPE result is remembered (text repeats words a lot).
         **kwargs: ``cls_token``, ``sep_token``, ``mask_token``, ``additional_special_tokens``,
-            ``model_max_length``, ``padding_side`` (see :class:`BaseTokenizer`).
+            ``add_bos_token`` (``encode`` prepends ``bos_token``), ``model_max_length``,
+            ``padding_side`` (see :class:`BaseTokenizer`).
     """
+
+    vocab_files_names = VOCAB_FILES_NAMES
+    pretrained_vocab_files_map = {
+        "vocab_file": {"gpt2": "https://huggingface.co/gpt2/resolve/main/vocab.json"},
+        "merges_file": {"gpt2": "https://huggingface.co/gpt2/resolve/main/merges.txt"},
+    }
+    max_model_input_sizes = {"gpt2": 1024}
+    default_eod_role = "eos"
+    spaces_between_special_tokens = True  # the spaces around added tokens were dropped
+    clean_up_tokenization_spaces = False  # decoding is exact; nothing to clean
 
     def __init__(
         self,
@@ -98,10 +117,18 @@ class GPT2Tokenizer(BaseTokenizer):
         )
 
     # -- vocabulary ----------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """Tokens in ``vocab.json`` (added tokens not counted; ``len()`` counts them)."""
+        return len(self._encoder)
+
     def _base_vocab(self) -> Dict[str, int]:
         return self._encoder
 
-    def _base_token(self, index: int) -> str:
+    def _base_id(self, token: str) -> Optional[int]:
+        return self._encoder.get(token)
+
+    def _convert_id_to_token(self, index: int) -> str:
         return self._decoder[index]
 
     @property
@@ -152,6 +179,17 @@ class GPT2Tokenizer(BaseTokenizer):
                 data.extend(byte_decoder[char] for char in token)
         return data.decode("utf-8", errors=self.errors)
 
-    def save_vocabulary(self, directory: str) -> Tuple[str, ...]:
-        """Write ``directory/vocab.json`` and ``directory/merges.txt``; return their paths."""
-        return save_bpe_vocab(self._encoder, directory), save_merges(self._merges, directory)
+    def build_inputs_with_special_tokens(
+        self, token_ids_0: List[int], token_ids_1: Optional[List[int]] = None
+    ) -> List[int]:
+        """``bos A`` (``bos A bos B`` for a pair), LiBai's GPT-2 layout."""
+        bos = [] if self.bos_token_id is None else [self.bos_token_id]
+        ids = bos + list(token_ids_0)
+        return ids if token_ids_1 is None else ids + bos + list(token_ids_1)
+
+    def save_vocabulary(self, save_directory: str, filename_prefix: Optional[str] = None) -> Tuple[str, ...]:
+        """Write ``vocab.json`` and ``merges.txt`` into ``save_directory`` (names prefixed
+        ``PREFIX-`` with a prefix); return their paths."""
+        prefix = f"{filename_prefix}-" if filename_prefix else ""
+        return (save_bpe_vocab(self._encoder, save_directory, prefix + VOCAB_JSON),
+                save_merges(self._merges, save_directory, prefix + MERGES_TXT))

@@ -32,14 +32,15 @@ def is_whitespace(char: str) -> bool:
 
 
 def is_control(char: str) -> bool:
-    """True for control and format characters, which carry no text and are dropped.
+    """True for characters of Unicode's "Other" categories (control, format, private use,
+    surrogate, unassigned), which carry no text and are dropped, as BERT does.
 
     Tab, newline and carriage return are control characters to Unicode but separate words, so
     they count as whitespace instead.
     """
     if char in ("\t", "\n", "\r"):
         return False
-    return unicodedata.category(char) in ("Cc", "Cf")
+    return unicodedata.category(char).startswith("C")
 
 
 def is_punctuation(char: str) -> bool:

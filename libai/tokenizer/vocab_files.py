@@ -75,16 +75,17 @@ def _tokens_by_id(vocab: Mapping[str, int]) -> List[str]:
     return [token for token, _ in ordered]
 
 
-def save_wordpiece_vocab(vocab: Mapping[str, int], directory: str) -> str:
-    """Write ``vocab`` (ids 0..n-1) as ``directory/vocab.txt``; return the file path."""
+def save_wordpiece_vocab(vocab: Mapping[str, int], directory: str, filename: str = VOCAB_TXT) -> str:
+    """Write ``vocab`` (ids 0..n-1) as ``directory/vocab.txt``, one token per line in id order,
+    each line ending in ``\\n``; return the file path."""
     for token in vocab:
         if "\n" in token or "\r" in token:
             raise ValueError(
                 f"token {token!r} contains a line break and cannot be stored in vocab.txt"
             )
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, VOCAB_TXT)
-    with open(path, "w", encoding="utf-8") as handle:
+    path = os.path.join(directory, filename)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
         for token in _tokens_by_id(vocab):
             handle.write(token + "\n")
     return path
@@ -114,12 +115,14 @@ def load_bpe_vocab(path: str) -> Dict[str, int]:
     return vocab
 
 
-def save_bpe_vocab(vocab: Mapping[str, int], directory: str) -> str:
-    """Write ``vocab`` as ``directory/vocab.json`` in id order; return the file path."""
+def save_bpe_vocab(vocab: Mapping[str, int], directory: str, filename: str = VOCAB_JSON) -> str:
+    """Write ``vocab`` as ``directory/vocab.json``: a JSON object in id order, one
+    ``"token": id`` per line, non-ASCII characters written as themselves, a final newline.
+    Return the file path."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, VOCAB_JSON)
+    path = os.path.join(directory, filename)
     ordered = {token: vocab[token] for token in _tokens_by_id(vocab)}
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
         json.dump(ordered, handle, ensure_ascii=False, indent=0)
         handle.write("\n")
     return path
@@ -144,11 +147,12 @@ def load_merges(path: str) -> List[Tuple[str, str]]:
     return merges
 
 
-def save_merges(merges: Sequence[Tuple[str, str]], directory: str) -> str:
-    """Write ``merges`` as ``directory/merges.txt`` with the usual version header."""
+def save_merges(merges: Sequence[Tuple[str, str]], directory: str, filename: str = MERGES_TXT) -> str:
+    """Write ``merges`` as ``directory/merges.txt``: the ``#version: 0.2`` header, then one
+    ``left right`` pair per line, best first, each line ending in ``\\n``."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, MERGES_TXT)
-    with open(path, "w", encoding="utf-8") as handle:
+    path = os.path.join(directory, filename)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(_MERGES_HEADER + "\n")
         for left, right in merges:
             handle.write(f"{left} {right}\n")

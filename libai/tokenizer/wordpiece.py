@@ -58,12 +58,14 @@ class BasicTokenizer:
         """
         return unicodedata.normalize("NFC", text).translate(self._clean_table)
 
-    def tokenize(self, text: str) -> List[str]:
-        """Split ``text`` into words and single punctuation marks."""
+    def tokenize(self, text: str, never_split: Optional[Iterable[str]] = None) -> List[str]:
+        """Split ``text`` into words and single punctuation marks; ``never_split`` adds words
+        to keep whole for this call."""
+        keep = self.never_split.union(never_split) if never_split else self.never_split
         text = unicodedata.normalize("NFC", text).translate(self._split_table)
         tokens: List[str] = []
         for word in text.split():
-            if word in self.never_split:
+            if word in keep:
                 tokens.append(word)
                 continue
             if self.do_lower_case:

@@ -22,7 +22,6 @@ such) and a ``manifest.json`` written last. Three decisions shape this module:
 import logging
 import os
 import pickle
-import random
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -47,6 +46,7 @@ from libai.utils.checkpoint_files import (
     verify_checkpoint,
     weights_kind,
 )
+from libai.utils.rng import RNGState  # re-exported: its home is libai.utils.rng
 
 logger = logging.getLogger(__name__)
 
@@ -413,31 +413,3 @@ def _all_gather_objects(obj: Any) -> List[Any]:
 # ---------------------------------------------------------------------------------------------
 # Random number generators
 # ---------------------------------------------------------------------------------------------
-class RNGState:
-    """The random streams of this process: Python ``random``, NumPy, and OneFlow (CPU and CUDA).
-
-    Register it with the checkpointer (``Checkpointer(model, d, rng=RNGState())``) so that a
-    resumed run draws the same numbers as the uninterrupted one. It is *per rank*: ranks are
-    often seeded differently, so each rank's state is saved and restored to the same rank
-    (a run with another number of processes keeps its own seeding, with a warning).
-
-    Python and NumPy states are captured exactly. OneFlow's are not capturable in 0.9: the CPU
-    generator's ``get_rng_state()`` omits the Mersenne Twister's position, so restoring it after
-    any draw continues a *different* stream (seen here), and 0.9 has no CUDA ``get_rng_state``.
-    So ``state_dict()`` draws a seed from OneFlow's own stream, re-seeds OneFlow with it
-    (``flow.manual_seed`` covers CPU and CUDA) and records it; ``load_state_dict`` seeds with it
-    again. Saving therefore moves OneFlow's stream to a new, recorded point, from which the
-    running and the resumed run continue identically.
-    """
-
-    checkpoint_per_rank = True
-
-    def state_dict(self) -> Dict[str, Any]:
-        seed = int(flow.randint(0, 2 ** 63 - 1, (1,), dtype=flow.int64).numpy()[0])
-        flow.manual_seed(seed)
-        return {"python": random.getstate(), "numpy": np.random.get_state(), "oneflow_seed": seed}
-
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        random.setstate(state["python"])
-        np.random.set_state(state["numpy"])
-        flow.manual_seed(int(state["oneflow_seed"]))

@@ -48,6 +48,16 @@ __all__ = [
     "convert_to_distributed_default_setting",
     "ttol",
     "tton",
+    # LiBai's names (thin mappings onto the layout; see "LiBai's module functions" below)
+    "setup_dist_util",
+    "get_dist_util",
+    "get_hidden_sbp",
+    "same_sbp",
+    "is_last_process",
+    "get_num_nodes",
+    "set_device_type",
+    "broadcast_py_object",
+    "tensor_to_rank0",
 ]
 
 
@@ -192,6 +202,27 @@ class ParallelLayout:
 
     def __exit__(self, *exc: Any) -> None:
         _LAYOUT_STACK.pop()
+
+    # ----------------------------------------------------------------- LiBai's attribute names
+    @property
+    def model_parallel_size(self) -> int:
+        """Ranks of one data-parallel replica (tensor × pipeline), as LiBai's dist util names it."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def is_tensor_model_parallel(self) -> bool:
+        return self.tensor_parallel_size > 1
+
+    def is_data_parallel(self) -> bool:
+        return self.data_parallel_size > 1
+
+    def is_pipeline_model_parallel(self) -> bool:
+        return self.pipeline_parallel_size > 1
+
+    def get_layer_stage_id(self, layer_idx: int) -> int:
+        return self.layer_stage(layer_idx)
+
+    def get_layer_ranks(self, layer_idx: int) -> List[Any]:
+        return self.stage_ranks(self.layer_stage(layer_idx))
 
     # ----------------------------------------------------------------- queries
     @property
@@ -392,10 +423,16 @@ def _assign_stages(
 # The current layout
 # ---------------------------------------------------------------------------------------------
 _LAYOUT_STACK: List[ParallelLayout] = []
+# The layout LiBai code sets once with ``setup_dist_util(cfg)``: answered when no layout is
+# entered. Only an explicit call sets it; nothing falls back to it silently otherwise.
+_PROCESS_LAYOUT: Optional[ParallelLayout] = None
 
 
 def current_layout() -> ParallelLayout:
-    """The innermost entered layout; an error outside one (never a silent fallback)."""
+    """The innermost entered layout, else the one ``setup_dist_util`` set; an error otherwise
+    (never a silent one-device fallback)."""
+    if not _LAYOUT_STACK and _PROCESS_LAYOUT is not None:
+        return _PROCESS_LAYOUT
     if not _LAYOUT_STACK:
         raise RuntimeError(
             "no parallel layout is active. Build parallel layers inside one, e.g.\n"
@@ -408,7 +445,7 @@ def current_layout() -> ParallelLayout:
 
 
 def has_layout() -> bool:
-    return bool(_LAYOUT_STACK)
+    return bool(_LAYOUT_STACK) or _PROCESS_LAYOUT is not None
 
 
 @contextlib.contextmanager
@@ -419,8 +456,10 @@ def use_layout(layout: ParallelLayout) -> Iterator[ParallelLayout]:
 
 
 def reset_layouts() -> None:
-    """Forget every entered layout (for tests)."""
+    """Forget every entered layout and the one ``setup_dist_util`` set (for tests)."""
+    global _PROCESS_LAYOUT
     _LAYOUT_STACK.clear()
+    _PROCESS_LAYOUT = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,3 +538,84 @@ def ttol(tensor: flow.Tensor, pure_local: bool = False) -> flow.Tensor:
 def tton(tensor: flow.Tensor, pure_local: bool = False) -> Any:
     """Tensor → NumPy array of its full value (see :func:`ttol`)."""
     return ttol(tensor, pure_local=pure_local).numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# LiBai's module functions. LiBai keeps one mutable global "dist util" that every layer reads;
+# here ``setup_dist_util(cfg)`` builds a ParallelLayout from the same config and makes it the
+# process layout (what ``current_layout()`` answers when no layout is entered), and
+# ``get_dist_util()`` returns that layout, which carries LiBai's attribute names.
+# ---------------------------------------------------------------------------------------------
+def setup_dist_util(cfg: Any) -> ParallelLayout:
+    """LiBai's ``setup_dist_util(cfg.train.dist)``: make the layout of ``cfg`` the process layout."""
+    global _PROCESS_LAYOUT
+    _PROCESS_LAYOUT = ParallelLayout.from_config(cfg)
+    return _PROCESS_LAYOUT
+
+
+def get_dist_util() -> ParallelLayout:
+    """The current layout; as in LiBai, a one-process layout is set up (with a warning) when
+    none was set up or entered."""
+    if not has_layout():
+        logger.warning(
+            "Distributed env is not set up; setting up the default (one process, data/tensor/"
+            "pipeline parallel size 1). Call setup_dist_util(cfg.train.dist) to choose a layout."
+        )
+        setup_dist_util(None)
+    return current_layout()
+
+
+def set_device_type(device_type: str) -> None:
+    """Switch the layout in use (entered and process layout) to ``device_type``."""
+    global _PROCESS_LAYOUT
+    import dataclasses
+
+    if _LAYOUT_STACK:
+        _LAYOUT_STACK[-1] = dataclasses.replace(_LAYOUT_STACK[-1], device_type=device_type)
+    else:
+        _PROCESS_LAYOUT = dataclasses.replace(get_dist_util(), device_type=device_type)
+
+
+def get_hidden_sbp() -> List[Any]:
+    """The nd-SBP of hidden states: split over data parallel, broadcast over tensor parallel."""
+    return get_nd_sbp([flow.sbp.split(0), flow.sbp.broadcast])
+
+
+def same_sbp(lhs_sbp: Sequence[Any], rhs_sbp: Sequence[Any]) -> bool:
+    """Whether two nd-SBP signatures are equal entry by entry (they must have one length)."""
+    if len(lhs_sbp) != len(rhs_sbp):
+        raise ValueError(f"cannot compare SBP signatures of lengths {len(lhs_sbp)} and {len(rhs_sbp)}")
+    return all(a == b for a, b in zip(lhs_sbp, rhs_sbp))
+
+
+def is_last_process() -> bool:
+    return get_rank() == get_world_size() - 1
+
+
+def get_num_nodes() -> int:
+    """Machines in the run, as OneFlow groups processes into nodes."""
+    return flow.env.get_node_size()
+
+
+def broadcast_py_object(obj: Any, src: int = 0) -> Any:
+    """Rank ``src``'s ``obj`` on every rank (pickled; one process returns ``obj`` itself)."""
+    if get_world_size() == 1:
+        return obj
+    import cloudpickle
+
+    payload = cloudpickle.dumps(obj) if get_rank() == src else None
+    return cloudpickle.loads(flow._oneflow_internal.cpu_broadcast(payload, src))
+
+
+def tensor_to_rank0(tensor: flow.Tensor, device: str = "cuda", to_local: bool = False) -> flow.Tensor:
+    """A global tensor gathered whole onto rank 0 (on ``device``; ``"cuda"`` falls back to the
+    tensor's own device type where there is no GPU). ``to_local`` then returns the local value
+    (see :func:`ttol`). Local tensors pass through."""
+    if not tensor.is_global:
+        return tensor
+    if device == "cuda" and not flow.cuda.is_available():
+        device = tensor.placement.type
+    ranks = [0] if tensor.placement.ranks.ndim == 1 else [[0]]
+    sbp = [flow.sbp.broadcast] * tensor.placement.ranks.ndim
+    tensor = tensor.to_global(placement=flow.placement(device, ranks=ranks), sbp=sbp)
+    return ttol(tensor) if to_local else tensor

@@ -24,6 +24,20 @@ Series = Dict[str, List[Tuple[int, float]]]
 TIMING_KEYS = ("time", "data_time", "throughput", "eta_seconds")
 
 
+def metrics_file(run_or_file: str) -> str:
+    """The metrics.json meant by ``run_or_file``: a run's output directory (its
+    ``metrics.json``) or the file itself. A directory without one is an error that says so."""
+    if os.path.isdir(run_or_file):
+        path = os.path.join(run_or_file, "metrics.json")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"no metrics file at {path}: {run_or_file} is not a run's output directory "
+                "(training writes <train.output_dir>/metrics.json)"
+            )
+        return path
+    return run_or_file
+
+
 def read_metrics(path: str) -> List[dict]:
     """Every readable JSON object of ``path`` that has an ``iteration``, in file order."""
     if not os.path.isfile(path):

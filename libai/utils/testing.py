@@ -75,6 +75,37 @@ def launch(
     return _wait_all([cmd], timeout, env, cwd)[0]
 
 
+def start_launch(
+    script: str,
+    nproc: int,
+    args: Sequence[str] = (),
+    env: Optional[Dict[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> subprocess.Popen:
+    """Start ``script`` under ``python -m oneflow.distributed.launch`` (one node, a fresh port)
+    without waiting: for tests that act on a running launch (signal its ranks, read its output
+    as it comes). Output is text, stderr merged into stdout; the launcher leads its own process
+    group, so ``os.killpg(proc.pid, SIGKILL)`` ends it and its ranks."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    cmd = _launcher_command(script, nproc, args, nnodes=1, node_rank=0, port=free_port())
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=full_env, cwd=cwd, start_new_session=True)
+
+
+def child_pids(pid: int) -> List[int]:
+    """The direct children of process ``pid`` (Linux ``/proc``): a launcher's ranks."""
+    children: List[int] = []
+    task_dir = f"/proc/{pid}/task"
+    for task in os.listdir(task_dir):
+        try:
+            with open(os.path.join(task_dir, task, "children")) as f:
+                children.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return sorted(set(children))
+
+
 def launch_nodes(
     script: str,
     nnodes: int,
@@ -94,15 +125,63 @@ def launch_nodes(
     return _wait_all(cmds, timeout, env, cwd)
 
 
-def tagged_lines(output: str, tag: str = "RESULT") -> List[str]:
+def tagged_lines(output: str, tag: str = "RESULT", ranks: Optional[int] = None) -> List[str]:
     """The records ``"<tag> ..."`` that processes printed to one shared pipe, sorted.
 
     Ranks of a launch share the launcher's stdout, and ``print`` writes its text and its newline
     separately, so one rank's record can land right after another's on the same line
     (``"RESULT rank=0 ...RESULT rank=1 ...\\n\\n"``). A record runs from its tag to the next
     tag or the end of the line.
+
+    With ``ranks``, the records must say ``rank=<r>`` and there must be exactly one from each
+    rank ``0 .. ranks - 1`` (see :func:`rank_records`): a rank that printed nothing fails here
+    instead of leaving a comparison that only looks at the ranks that did.
     """
-    return sorted(m.rstrip() for m in re.findall(rf"{re.escape(tag)} .*?(?={re.escape(tag)} |\n|$)", output))
+    lines = sorted(m.rstrip() for m in re.findall(rf"{re.escape(tag)} .*?(?={re.escape(tag)} |\n|$)", output))
+    if ranks is not None:
+        rank_records(output, ranks, tag)
+    return lines
+
+
+def rank_records(output: str, ranks: int, tag: str = "RESULT") -> Dict[int, Dict[str, str]]:
+    """One ``"<tag> rank=<r> key=value ..."`` record from every rank, parsed: ``{r: {key: value}}``.
+
+    Raises ``AssertionError`` naming the ranks that printed no record, printed two, or printed
+    one without ``rank=``, with the end of ``output`` (where a silent rank's error usually is).
+    Values are the text after ``=`` up to the next space.
+    """
+    found: Dict[int, List[Dict[str, str]]] = {}
+    for line in tagged_lines(output, tag):
+        fields = dict(item.split("=", 1) for item in line[len(tag):].split() if "=" in item)
+        if "rank" not in fields or not fields["rank"].isdigit():
+            raise AssertionError(f"a {tag} record without rank=<number>: {line!r}")
+        found.setdefault(int(fields["rank"]), []).append(fields)
+    missing = [r for r in range(ranks) if r not in found]
+    repeated = [r for r, recs in found.items() if len(recs) > 1]
+    unexpected = [r for r in found if not 0 <= r < ranks]
+    if missing or repeated or unexpected:
+        raise AssertionError(
+            f"expected one {tag} record from each of ranks 0..{ranks - 1}; missing from {missing}, "
+            f"repeated by {repeated}, from unknown ranks {unexpected}. Output ends:\n{output[-3000:]}"
+        )
+    return {r: recs[0] for r, recs in sorted(found.items())}
+
+
+def runner_description(trainer: Any) -> str:
+    """What ran a trainer's steps, for tests that must prove Graph mode really ran:
+    ``"GraphTrainer(compiled=True)"`` when a static graph was compiled and called,
+    otherwise the step runner's class name (``"EagerTrainer"``).
+
+    Equal losses alone cannot tell Graph from Eager mode: both compute the same numbers.
+    """
+    runner = getattr(trainer, "_trainer", trainer)
+    graph = getattr(runner, "graph", None)  # a GraphTrainer's compiled step (utils cannot import the engine)
+    if graph is not None and hasattr(graph, "is_compiled"):
+        return f"{type(runner).__name__}(compiled={bool(graph.is_compiled)})"
+    return type(runner).__name__
+
+
+COMPILED_GRAPH = "GraphTrainer(compiled=True)"
 
 
 def run_retrying_segfaults(cmd: Sequence[str], retries: int = 1, **kwargs: Any) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Writers: turn what the :class:`~libai.utils.events.EventStorage` holds into files and lines.
+"""Writers: turn what the :class:`~libai.utils.storage.EventStorage` holds into files and lines.
 
 * :class:`JSONWriter` appends one JSON object per logged iteration to ``metrics.json``;
 * :class:`CommonMetricPrinter` logs the one-line progress report (ETA, losses, lr, times,
@@ -18,7 +18,7 @@ import sys
 import weakref
 from typing import Any, Dict, Optional, Tuple
 
-from libai.utils.events import EventStorage, get_event_storage
+from libai.utils.storage import EventStorage, get_event_storage
 
 __all__ = ["EventWriter", "JSONWriter", "CommonMetricPrinter", "TensorboardXWriter"]
 

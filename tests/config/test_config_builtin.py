@@ -60,8 +60,8 @@ def test_optim_and_graph_defaults():
     assert optim.do_bias_correction is True
     graph = get_config("configs/common/models/graph.py").graph
     assert (graph.enabled, graph.debug) == (False, -1)
-    assert dict(graph.train_graph) == {"_target_": "libai.models.utils.GraphBase", "is_train": True}
-    assert dict(graph.eval_graph) == {"_target_": "libai.models.utils.GraphBase", "is_train": False}
+    assert dict(graph.train_graph) == {"_target_": "libai.engine.graph.GraphBase", "is_train": True}
+    assert dict(graph.eval_graph) == {"_target_": "libai.engine.graph.GraphBase", "is_train": False}
 
 
 def test_get_config_returns_a_fresh_copy_each_time():

@@ -6,6 +6,11 @@ Tolerance: Graph mode compiles the same fp32 arithmetic but may order reductions
 rtol=1e-3 (atol=1e-5), far below any real divergence: a wrong learning rate, a missing clip or
 a dropped micro-batch changes these losses by 1e-2 or more (the clipping test checks that a
 real difference is detected).
+
+Equal losses cannot tell the modes apart (they compute the same numbers), so every run also
+checks what ran its steps: a compiled ``nn.Graph`` (``GraphTrainer``, ``graph.is_compiled``)
+when Graph mode was asked for, ``EagerTrainer`` otherwise; and that the logged learning rate
+follows the schedule's formula (a scheduler that never steps would log a constant rate).
 """
 import os
 import shutil
@@ -15,7 +20,9 @@ import pytest
 
 from libai.config import LazyCall
 from libai.engine import DefaultTrainer
+from libai.utils.testing import COMPILED_GRAPH, runner_description
 
+from lr_reference import warmup_cosine_lrs
 from toy import BlockModel, LossRecorder, toy_cfg
 
 RTOL, ATOL = 1e-3, 1e-5
@@ -35,6 +42,10 @@ def run(out, graph=False, iters=20, resume=False, clip=1.0, one_group=True, **tr
     trainer.register_hooks([LossRecorder.make(store)], after="LRScheduler")
     trainer.resume_or_load(resume=resume)
     trainer.train()
+    assert runner_description(trainer) == (COMPILED_GRAPH if graph else "EagerTrainer")
+    expected_lr = warmup_cosine_lrs(base=cfg.optim.lr, max_iter=iters, warmup_iter=int(0.1 * iters))
+    np.testing.assert_allclose(lrs(store), expected_lr[trainer.start_iter:], rtol=1e-6,
+                               err_msg="the logged lr does not follow the schedule")
     weights = {k: v.numpy().copy() for k, v in trainer.model.state_dict().items()}
     return store, weights
 

@@ -10,8 +10,9 @@ import oneflow as flow
 import pytest
 
 from libai.config import LazyCall
-from libai.engine import DefaultTrainer
-from libai.engine.hooks.nan_check import NaNLossHook, check_nan_action
+from libai.engine import DefaultTrainer, TrainingFailed
+from libai.engine.hooks.nan_check import NaNLossHook
+from libai.engine.support import check_nan_action
 from libai.engine.trainer import HookBase, TrainerBase
 
 from toy import ToyModel, toy_cfg
@@ -86,7 +87,12 @@ def all_weights_finite(weights):
 def test_stop_ends_training_at_the_nan_iteration_and_keeps_the_last_good_checkpoint(tmp_path, graph):
     # Iteration 3 is also a checkpoint iteration (period 2): it must not be saved.
     trainer, _ = make_trainer(tmp_path, NaNLossHook(action="stop"), poison_at=[3], graph=graph)
-    trainer.train()
+    with pytest.raises(TrainingFailed) as failure:
+        trainer.train()
+    good = os.path.join(str(tmp_path), "model_0000001")
+    assert str(failure.value).endswith(
+        f"The newest checkpoint, {good}, is the last good one: resume from it with --resume after "
+        "lowering the learning rate or checking the data.")
     assert trainer.iter == 4  # iterations 0..3 ran, then training stopped
     assert re.search(r"the loss is nan at iteration 3\b.*without saving", trainer.stop_reason)
     assert last_checkpoint(tmp_path) == "model_0000001"
@@ -103,7 +109,14 @@ def test_stop_names_the_first_nan_when_checking_every_few_steps(tmp_path):
     # the losses of iterations 0, 1 and 2 and names the first bad one.
     trainer, poison = make_trainer(tmp_path, NaNLossHook(action="stop", period=3), poison_at=[1],
                                    period=100)
-    trainer.train()
+    with pytest.raises(TrainingFailed) as failure:
+        trainer.train()
+    # No checkpoint was saved before the NaN: the message must not promise one to resume from.
+    assert str(failure.value) == (
+        "Training failed: the loss is nan at iteration 1. Training stops without saving the weights "
+        f"of this or any later iteration. No checkpoint was saved in {tmp_path} before this, so "
+        "there is nothing to resume from: start again after lowering the learning rate or checking "
+        "the data.")
     assert trainer.iter == 3
     assert "the loss is nan at iteration 1." in trainer.stop_reason
     assert not all_weights_finite(poison.weights[-1])  # the broken weights never reached disk
@@ -137,7 +150,8 @@ def test_skip_leaves_the_weights_of_a_nan_step_unchanged_and_training_continues(
 def test_skip_stops_after_too_many_skips_in_a_row_and_saves_the_unchanged_weights(tmp_path):
     hook = NaNLossHook(action="skip", max_consecutive_skips=2)
     trainer, poison = make_trainer(tmp_path, hook, poison_at=range(1, 8), train_iter=8, period=100)
-    trainer.train()
+    with pytest.raises(TrainingFailed, match=r"steps in a row .* newest checkpoint, .*model_0000002, is the last good"):
+        trainer.train()
     assert trainer.iter == 3
     assert "2 steps in a row up to iteration 2" in trainer.stop_reason
     assert last_checkpoint(tmp_path) == "model_0000002"
@@ -258,5 +272,5 @@ def test_all_finite_gives_every_rank_the_same_answer(tmp_path):
     script.write_text(TWO_RANK_SCRIPT)
     proc = launch(str(script), 2, timeout=240, env={"PYTHONPATH": REPO_ROOT})
     assert proc.returncode == 0, proc.stdout[-3000:]
-    lines = tagged_lines(proc.stdout)
+    lines = tagged_lines(proc.stdout, ranks=2)
     assert lines == [f"RESULT rank={r} clean=True poisoned=False" for r in (0, 1)], proc.stdout[-3000:]

@@ -101,3 +101,22 @@ class LossRecorder:
                 store[self.trainer.iter] = (float(s.history("total_loss").latest()),
                                             float(s.history("lr").latest()))
         return _Rec()
+
+
+class NaNFromModel(ToyModel):
+    """ToyModel whose training loss is NaN from its ``nan_from``-th training step on (Eager
+    mode: the count is kept in Python), for tests of how a run that breaks ends."""
+
+    def __init__(self, nan_from: int = 2, hidden: int = 8) -> None:
+        super().__init__(hidden)
+        self.nan_from = nan_from
+        self.training_calls = 0
+
+    def forward(self, inputs, labels=None):
+        if not (self.training and labels is not None):
+            return super().forward(inputs, labels)
+        self.training_calls += 1
+        logits = self.net(inputs)
+        if self.training_calls > self.nan_from:
+            logits = logits * float("nan")
+        return {"losses": self.loss_func(logits, labels)}

@@ -136,7 +136,7 @@ def test_two_data_parallel_ranks_evaluate_every_sample_once():
     script = os.path.join(os.path.dirname(__file__), "dist_inference_script.py")
     proc = launch(script, nproc=2, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert tagged_lines(proc.stdout) == [
+    assert tagged_lines(proc.stdout, ranks=2) == [
         f"RESULT rank={r} ids={list(range(NUM_SAMPLES))} acc1={_reference_acc1(np.arange(10)):.4f}"
         for r in (0, 1)
     ]

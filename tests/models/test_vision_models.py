@@ -341,6 +341,9 @@ def test_default_trainer_reduces_the_loss(tmp_path, name, graph):
     trainer = DefaultTrainer(cfg)
     trainer.register_hooks([Record()])
     trainer.train()
+    from libai.utils.testing import COMPILED_GRAPH, runner_description
+
+    assert runner_description(trainer) == (COMPILED_GRAPH if graph else "EagerTrainer")
     # every step sees the same 16 samples: the loss on them must go down
     assert len(losses) == 6
     assert losses[-1] < losses[0] - 0.1, losses

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from libai.utils.distributed import ParallelLayout
-from libai.models.utils import graph_evaluation_supported
+from libai.engine.support import graph_evaluation_supported
 from libai.utils.testing import launch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine"))
@@ -47,6 +47,8 @@ def test_a_pipeline_parallel_graph_run_evaluates_and_matches_one_process_eval(tm
             "train.train_iter=6", "train.evaluation.eval_period=3", "train.log_period=1"]
     proc = launch(os.path.join(REPO, "tools", "train_net.py"), 2, args, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-4000:]
+    # logged only when the trainer built the Graph-mode runner (so a Graph switch that silently
+    # ran Eager fails here, not only the loss comparisons)
     assert "Evaluation runs in Eager mode" in proc.stdout
     evaluated = [m for m in read_metrics(os.path.join(out, "metrics.json")) if "PPL" in m]
     assert [m["iteration"] for m in evaluated] == [2, 5]

@@ -26,14 +26,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from mnist_helpers import REPO, quick_overrides, read_metrics, run_train_net  # noqa: E402
 
 TRAIN_NET = os.path.join(REPO, "tools", "train_net.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
 GLOBAL_BATCH = 16
 RTOL = 1e-4
 
 
 def _overrides(digits_dir, out, dp, **extra):
-    return ["--config-file", os.path.join(REPO, "projects", "MNIST", "configs", "config.py"),
+    # the MNIST quickstart whose model also reports whether it was traced into a graph
+    return ["--config-file", os.path.join(HERE, "probe_config.py"),
             *quick_overrides(digits_dir, out, **{
-                "graph.enabled": True, "model.dropout": 0.0,
+                "graph.enabled": True, "model.dropout": 0.0, "model.mode_log": os.path.join(out, "mode"),
                 "train.train_micro_batch_size": GLOBAL_BATCH // dp,
                 "train.checkpointer.period": 1000, "train.evaluation.eval_period": 1000,
                 **extra})]
@@ -44,7 +46,17 @@ def one_process(tmp_path_factory, digits_dir):
     out = str(tmp_path_factory.mktemp("zero_baseline"))
     proc = run_train_net(_overrides(digits_dir, out, dp=1), timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert _modes(out, 1) == ["graph"]
     return out
+
+
+def _modes(out, ranks):
+    """What each rank's model was run by: "graph" when traced into a compiled graph."""
+    modes = []
+    for rank in range(ranks):
+        with open(os.path.join(out, f"mode.rank{rank}")) as f:
+            modes.append(f.read().strip())
+    return modes
 
 
 def _losses(out):
@@ -86,6 +98,7 @@ def test_zero_on_the_cpu_says_it_is_not_applied_and_trains_like_one_process(tmp_
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert "data_parallel_size': 2" in proc.stdout
     assert "ZeRO on the CPU" in proc.stdout and "trains without ZeRO" in proc.stdout
+    assert _modes(out, 2) == ["graph", "graph"], "ZeRO's claim is about Graph mode: a graph must have run"
 
     expected = _losses(one_process)
     assert len(expected) == 12

@@ -1,5 +1,6 @@
 """The API both tokenizers share: padding, truncation, batches, id conversion, added tokens,
 saving. Ids for the BERT vocabulary are listed in test_tokenizer_bert.py."""
+import logging
 import os
 import pickle
 
@@ -11,7 +12,8 @@ from libai.tokenizer import BertTokenizer, GPT2Tokenizer
 
 @pytest.fixture
 def bert(bert_vocab_file):
-    return BertTokenizer(bert_vocab_file)
+    """Built with add_bos_token=True (LiBai's name): encode() wraps [CLS] ... [SEP] by default."""
+    return BertTokenizer(bert_vocab_file, add_bos_token=True)
 
 
 def test_truncation_keeps_room_for_special_tokens(bert):
@@ -27,12 +29,12 @@ def test_padding_a_single_text(bert):
     assert bert.encode("hello", max_length=5, padding=True) == [2, 8, 3, 0, 0]
     assert bert.encode("hello", max_length=5, padding="max_length") == [2, 8, 3, 0, 0]
     assert bert.encode("hello", max_length=5, padding="longest") == [2, 8, 3]
-    left = BertTokenizer(bert.vocab_file, padding_side="left")
+    left = BertTokenizer(bert.vocab_file, padding_side="left", add_bos_token=True)
     assert left.encode("hello", max_length=5, padding=True) == [0, 0, 2, 8, 3]
 
 
 def test_model_max_length_is_the_default_limit(bert_vocab_file):
-    tok = BertTokenizer(bert_vocab_file, model_max_length=3)
+    tok = BertTokenizer(bert_vocab_file, model_max_length=3, add_bos_token=True)
     assert tok.encode("hello world world", truncation=True) == [2, 8, 3]
 
 
@@ -113,11 +115,16 @@ def test_add_tokens(bert):
 
 def test_gpt2_added_tokens_decode_as_their_text(gpt2, bpe_files):
     tok = GPT2Tokenizer(*bpe_files, additional_special_tokens=["<|sep|>", "⟨中⟩"])
-    text = "a<|sep|>b ⟨中⟩ c"
+    text = "a<|sep|>b  ⟨中⟩ c"
     ids = tok.encode(text)
-    assert tok.convert_tokens_to_ids("⟨中⟩") in ids
-    assert tok.decode(ids) == text
-    assert tok.decode(ids, skip_special_tokens=True) == "ab  c"
+    # Whitespace touching an added token goes with it (LiBai's rule): no "Ġ" before "c".
+    assert tok.convert_ids_to_tokens(ids) == ["a", "<|sep|>", "b", "⟨中⟩", "c"]
+    # decode() puts one space around added tokens ...
+    assert tok.decode(ids) == "a <|sep|> b ⟨中⟩ c"
+    # Skipped special tokens leave nothing behind, not even their spaces (as in LiBai).
+    assert tok.decode(ids, skip_special_tokens=True) == "abc"
+    # ... unless asked not to.
+    assert tok.decode(ids, spaces_between_special_tokens=False) == "a<|sep|>b⟨中⟩c"
 
 
 def test_save_vocabulary_round_trip(bert, gpt2, tmp_path):
@@ -137,9 +144,15 @@ def test_bert_pickles(bert):
     assert copy.encode("Unaffable 今天 hello!") == bert.encode("Unaffable 今天 hello!")
 
 
-def test_unknown_constructor_argument_is_an_error(bert_vocab_file):
-    with pytest.raises(TypeError, match="do_lower_cas"):
-        BertTokenizer(bert_vocab_file, do_lower_cas=False)
+def test_unknown_constructor_argument_is_ignored_with_a_warning(bert_vocab_file, caplog):
+    # LiBai's configs pass options a tokenizer lacks (do_lower_case to GPT-2): not an error,
+    # but a warning that names the argument and the closest real one.
+    with caplog.at_level(logging.WARNING, logger="libai.tokenizer.base"):
+        tok = BertTokenizer(bert_vocab_file, do_lower_cas=False)
+    assert tok.do_lower_case is True
+    assert caplog.messages == [
+        "BertTokenizer ignores the argument do_lower_cas=False (did you mean 'do_lower_case'?)"
+    ]
 
 
 def test_special_tokens_missing_from_the_file_are_appended(tmp_path):
@@ -148,4 +161,5 @@ def test_special_tokens_missing_from_the_file_are_appended(tmp_path):
     tok = BertTokenizer(str(vocab))
     # unk, pad, cls, sep, mask join in that order after the file's two tokens.
     assert (tok.unk_id, tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id) == (2, 3, 4, 5, 6)
-    assert tok.encode("hello there") == [4, 0, 2, 5]
+    assert tok.encode("hello there", add_special_tokens=True) == [4, 0, 2, 5]
+    assert tok.encode("hello there") == [0, 2]  # add_bos_token=False: no [CLS]/[SEP]

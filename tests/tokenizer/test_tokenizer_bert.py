@@ -22,8 +22,11 @@ def bert(bert_vocab_file):
 def test_wordpiece_greedy_longest_match(bert):
     assert bert.tokenize("unaffable") == ["un", "##aff", "##able"]
     assert bert.tokenize("running") == ["run", "##ning"]
-    assert bert.encode("unaffable") == [2, 5, 6, 7, 3]
-    assert bert.encode("unaffable", add_special_tokens=False) == [5, 6, 7]
+    assert bert.encode("unaffable", add_special_tokens=True) == [2, 5, 6, 7, 3]
+    assert bert.encode("unaffable") == [5, 6, 7]  # as in LiBai: no [CLS]/[SEP] unless asked
+    wrapping = BertTokenizer(bert.vocab_file, add_bos_token=True)
+    assert wrapping.encode("unaffable") == [2, 5, 6, 7, 3]
+    assert wrapping.encode("unaffable", add_special_tokens=False) == [5, 6, 7]
 
 
 def test_unknown_word_is_one_unk_not_a_partial_match(bert):
@@ -79,7 +82,7 @@ def test_control_characters_and_odd_whitespace(bert):
 def test_empty_and_blank_text(bert):
     assert bert.tokenize("") == []
     assert bert.tokenize(" \t\n ") == []
-    assert bert.encode("") == [2, 3]
+    assert bert.encode("", add_special_tokens=True) == [2, 3]
     assert bert.encode("", add_special_tokens=False) == []
     assert bert.decode([]) == ""
 
@@ -102,6 +105,7 @@ def test_special_token_ids(bert):
     assert bert.eos_token_id is None and bert.bos_token_id is None
     assert bert.vocab_size == len(bert) == 30
     assert bert.all_special_ids == [0, 1, 2, 3, 4]
+    assert bert.all_special_tokens == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def test_extra_special_tokens_get_new_ids_and_stay_whole(bert_vocab_file):
@@ -110,16 +114,21 @@ def test_extra_special_tokens_get_new_ids_and_stay_whole(bert_vocab_file):
         additional_special_tokens=["<extra_id_0>"],
     )
     assert (tok.bos_id, tok.eos_id, tok.convert_tokens_to_ids("<extra_id_0>")) == (30, 31, 32)
-    assert len(tok) == tok.vocab_size == 33 and tok.base_vocab_size == 30
+    # vocab_size counts the file (LiBai's meaning), len() every id.
+    assert len(tok) == 33 and tok.vocab_size == tok.base_vocab_size == 30
+    assert tok.get_added_vocab() == {"[BOS]": 30, "[EOS]": 31, "<extra_id_0>": 32}
     assert tok.tokenize("a<extra_id_0>a") == ["a", "<extra_id_0>", "a"]
     assert tok.decode([24, 32, 31], skip_special_tokens=True) == "a"
     assert tok.eod_id == 3  # BERT's document separator stays [SEP]
 
 
 def test_decode_joins_pieces_and_chinese(bert):
-    ids = bert.encode("Unaffable hello, world! 今天气")
-    assert bert.decode(ids) == "[CLS] unaffable hello , world ! 今天气 [SEP]"
-    assert bert.decode(ids, skip_special_tokens=True) == "unaffable hello , world ! 今天气"
+    ids = bert.encode("Unaffable hello, world! 今天气", add_special_tokens=True)
+    # Spaces before punctuation are cleaned up by default (BERT lost the spacing anyway).
+    assert bert.decode(ids) == "[CLS] unaffable hello, world! 今天气 [SEP]"
+    assert bert.decode(ids, skip_special_tokens=True) == "unaffable hello, world! 今天气"
+    raw = bert.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    assert raw == "unaffable hello , world ! 今天气"
     assert bert.convert_ids_to_tokens(ids[1:4]) == ["un", "##aff", "##able"]
 
 
@@ -179,5 +188,5 @@ def test_any_text_becomes_vocabulary_tokens(bert, text):
     vocab = bert.get_vocab()
     assert all(token in vocab for token in tokens)
     assert not any(char.isspace() for token in tokens for char in token)
-    ids = bert.encode(text)
+    ids = bert.encode(text, add_special_tokens=True)
     assert ids[0] == bert.cls_id and ids[-1] == bert.sep_id and len(ids) == len(tokens) + 2

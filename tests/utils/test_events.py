@@ -532,3 +532,21 @@ def test_many_pending_tensors_are_read_in_one_transfer_with_the_same_values():
 
     values = [flow.tensor(1.5), 2, flow.tensor([3.25]), 4.0]
     assert to_floats(values) == [1.5, 2.0, 3.25, 4.0]
+
+
+def test_events_is_a_plain_re_export_of_the_storage_and_the_writers():
+    """The storage has its own module and knows nothing of the writers (no import cycle); the
+    names users import from libai.utils.events are the same objects."""
+    import ast
+
+    from libai.utils import storage, writers
+
+    for name in ("EventStorage", "get_event_storage", "has_event_storage", "reset_event_storages"):
+        assert getattr(events, name) is getattr(storage, name), name
+    for name in ("EventWriter", "JSONWriter", "CommonMetricPrinter", "TensorboardXWriter"):
+        assert getattr(events, name) is getattr(writers, name), name
+    with open(storage.__file__) as f:
+        tree = ast.parse(f.read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and ("writers" in m or "events" in m)}, imported

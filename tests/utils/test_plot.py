@@ -89,7 +89,7 @@ def test_bad_inputs_say_what_is_wrong(tmp_path):
 def test_tool_help_and_run(tmp_path):
     shown = subprocess.run([sys.executable, TOOL, "--help"], capture_output=True, text=True)
     assert shown.returncode == 0
-    assert "--input" in shown.stdout and "--output-dir" in shown.stdout
+    assert "--input" in shown.stdout and "--output-dir" in shown.stdout and "run's output directory" in shown.stdout
 
     path = tmp_path / "output" / "metrics.json"
     path.parent.mkdir()
@@ -107,3 +107,30 @@ def test_tool_help_and_run(tmp_path):
     failed = subprocess.run([sys.executable, TOOL, "--input", str(tmp_path / "nope.json")],
                             capture_output=True, text=True)
     assert failed.returncode == 1 and "no metrics file" in failed.stderr
+
+
+def test_tool_takes_the_run_directory_as_its_argument(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    _write_metrics(run_dir / "metrics.json")
+    groups = ("losses", "lr", "timing", "eval")
+    by_dir = subprocess.run([sys.executable, TOOL, str(run_dir)], capture_output=True, text=True,
+                            cwd=str(tmp_path))
+    assert by_dir.returncode == 0, by_dir.stderr
+    assert by_dir.stdout.split() == [str(run_dir / "plots" / f"{g}.png") for g in groups]
+    for png in (run_dir / "plots").iterdir():
+        _assert_png(png)
+    # the file itself works as the argument too, and --output-dir still applies
+    by_file = subprocess.run([sys.executable, TOOL, str(run_dir / "metrics.json"), "--output-dir",
+                              str(tmp_path / "elsewhere")], capture_output=True, text=True)
+    assert by_file.returncode == 0, by_file.stderr
+    assert sorted(os.listdir(tmp_path / "elsewhere")) == sorted(f"{g}.png" for g in groups)
+
+    both = subprocess.run([sys.executable, TOOL, str(run_dir), "--input", str(run_dir / "metrics.json")],
+                          capture_output=True, text=True)
+    assert both.returncode == 2 and "give the run" in both.stderr and "not both" in both.stderr
+    empty = tmp_path / "not_a_run"
+    empty.mkdir()
+    missing = subprocess.run([sys.executable, TOOL, str(empty)], capture_output=True, text=True)
+    assert missing.returncode == 1
+    assert f"error: no metrics file at {empty / 'metrics.json'}: {empty} is not a run's output directory" in missing.stderr

@@ -30,3 +30,18 @@ def test_without_it_oneflow_gives_every_dropout_the_same_mask():
     model = _two_dropouts()
     x = flow.ones(64)
     assert np.array_equal(model[0](x).numpy(), model[1](x).numpy())
+
+
+def test_rng_state_lives_here_and_checkpoint_re_exports_it():
+    import random
+
+    from libai.utils import checkpoint
+    from libai.utils.rng import RNGState
+
+    assert checkpoint.RNGState is RNGState
+    state = RNGState()
+    saved = state.state_dict()
+    expected = [random.random(), float(np.random.rand()), float(flow.rand(1).numpy()[0])]
+    random.random(), np.random.rand(), flow.rand(1)  # move every stream on
+    state.load_state_dict(saved)
+    assert [random.random(), float(np.random.rand()), float(flow.rand(1).numpy()[0])] == expected

@@ -1,5 +1,10 @@
 """libai/utils/testing.py: helpers for tests that launch several processes."""
-from libai.utils.testing import tagged_lines
+from types import SimpleNamespace
+
+import pytest
+
+from libai.engine.trainer import EagerTrainer, GraphTrainer
+from libai.utils.testing import COMPILED_GRAPH, rank_records, runner_description, tagged_lines
 
 
 def test_tagged_lines_separates_records_that_two_ranks_interleaved():
@@ -7,3 +12,33 @@ def test_tagged_lines_separates_records_that_two_ranks_interleaved():
     assert tagged_lines(shared_pipe) == ["RESULT rank=0 ok=True", "RESULT rank=1 ok=True",
                                          "RESULT rank=2 ok=False"]
     assert tagged_lines("nothing here") == []
+
+
+def test_rank_records_need_one_record_from_every_rank():
+    two = "RESULT rank=1 runner=GraphTrainer(compiled=True) loss=0.5RESULT rank=0 runner=EagerTrainer loss=0.5\n"
+    assert rank_records(two, 2) == {0: {"rank": "0", "runner": "EagerTrainer", "loss": "0.5"},
+                                    1: {"rank": "1", "runner": "GraphTrainer(compiled=True)", "loss": "0.5"}}
+    assert tagged_lines(two, ranks=2) == sorted(tagged_lines(two))
+    with pytest.raises(AssertionError, match=r"ranks 0\.\.1; missing from \[1\], repeated by \[\]"):
+        rank_records("RESULT rank=0 loss=0.5\nTraceback: rank 1 died", 2)
+    with pytest.raises(AssertionError, match=r"ranks 0\.\.1; missing from \[1\]"):
+        tagged_lines("RESULT rank=0 loss=0.5\n", ranks=2)
+    with pytest.raises(AssertionError, match=r"missing from \[\], repeated by \[0\]"):
+        rank_records("RESULT rank=0 a=1\nRESULT rank=0 a=2\nRESULT rank=1 a=1\n", 2)
+    with pytest.raises(AssertionError, match="a RESULT record without rank=<number>: 'RESULT ok=True'"):
+        rank_records("RESULT ok=True\n", 1)
+    with pytest.raises(AssertionError, match=r"from unknown ranks \[2\]"):
+        rank_records("RESULT rank=0\nRESULT rank=1\nRESULT rank=2\n", 2)
+
+
+def test_runner_description_tells_a_compiled_graph_from_eager_steps():
+    class FakeGraph:
+        is_compiled = True
+
+    graph_runner = GraphTrainer.__new__(GraphTrainer)
+    graph_runner.graph = FakeGraph()
+    eager_runner = EagerTrainer.__new__(EagerTrainer)
+    assert runner_description(SimpleNamespace(_trainer=graph_runner)) == COMPILED_GRAPH
+    assert runner_description(SimpleNamespace(_trainer=eager_runner)) == "EagerTrainer"
+    FakeGraph.is_compiled = False
+    assert runner_description(graph_runner) == "GraphTrainer(compiled=False)"

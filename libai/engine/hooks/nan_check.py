@@ -5,7 +5,7 @@ reaches the weights every later step is NaN too, and a checkpoint saved from the
 worthless. Two ways to react, chosen by ``train.nan_check.action``:
 
 * ``"stop"`` (Eager and Graph mode): end training at that iteration *without* saving its
-  weights, so ``last_checkpoint`` keeps naming the last good checkpoint to resume from.
+  weights, so ``last_checkpoint`` keeps naming the last good checkpoint (if one was saved).
 * ``"skip"`` (Eager mode only): the :class:`~libai.engine.optimizer_step.OptimizerStep` checks
   the loss and the gradients before updating and drops a non-finite step (weights and optimizer
   state unchanged); training goes on. In Graph mode the update is compiled into the graph and
@@ -15,26 +15,12 @@ import logging
 import math
 from typing import Any, Mapping, Optional
 
+from libai.engine.support import NAN_ACTIONS, check_nan_action
 from libai.engine.trainer import GraphTrainer, HookBase
 
 __all__ = ["NaNLossHook", "check_nan_action", "NAN_ACTIONS"]
 
 logger = logging.getLogger(__name__)
-
-NAN_ACTIONS = ("stop", "skip")
-
-
-def check_nan_action(action: str, graph_enabled: bool) -> None:
-    """Refuse an action the mode cannot do, naming the combinations that work."""
-    if action not in NAN_ACTIONS:
-        raise ValueError(f"train.nan_check.action must be one of {NAN_ACTIONS}, got {action!r}")
-    if action == "skip" and graph_enabled:
-        raise ValueError(
-            "train.nan_check.action='skip' needs Eager mode: in Graph mode the optimizer update "
-            "is compiled into the graph and a step cannot be skipped. Supported: graph.enabled=True "
-            "with nan_check.action='stop', or graph.enabled=False with 'skip' or 'stop'"
-        )
-
 
 class NaNLossHook(HookBase):
     """Watches ``total_loss`` (put in the event storage by the step runner every iteration).
@@ -142,10 +128,8 @@ class NaNLossHook(HookBase):
             if not math.isfinite(value):
                 self.trainer.request_stop(
                     f"the loss is {value} at iteration {iteration}. Training stops without saving "
-                    "this iteration's weights; the newest checkpoint is the last good one "
-                    "(resume from it with --resume after lowering the learning rate or checking "
-                    "the data, or use train.nan_check.action='skip' in Eager mode)",
-                    save_checkpoint=False,
+                    "the weights of this or any later iteration",
+                    save_checkpoint=False, failed=True,
                 )
                 return
 
@@ -164,5 +148,6 @@ class NaNLossHook(HookBase):
             self.trainer.request_stop(
                 f"{self.consecutive_skips} steps in a row up to iteration {it} had a non-finite "
                 "loss or gradients and were skipped; the weights are unchanged since and are "
-                "saved. Check the data and the learning rate before resuming"
+                "saved. Check the data and the learning rate before resuming",
+                failed=True,
             )

@@ -1,4 +1,4 @@
-"""Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT)."""
+"""Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT / SIGUSR1)."""
 import logging
 import signal
 from typing import Any, Dict, Optional
@@ -12,8 +12,9 @@ logger = logging.getLogger(__name__)
 
 
 class PreemptionHandler(HookBase):
-    """On SIGTERM or SIGINT, finish the current iteration and stop training cleanly; the
-    :class:`PeriodicCheckpointer` then saves ``model_{iter:07d}`` for ``--resume``.
+    """On SIGTERM, SIGINT or SIGUSR1 (Slurm's ``--signal`` warning), finish the current iteration
+    and stop training cleanly; the :class:`PeriodicCheckpointer` then saves ``model_{iter:07d}``
+    for ``--resume``.
 
     A scheduler that preempts a job sends SIGTERM; Ctrl-C sends SIGINT. A second signal of the
     same kind while saving falls back to the default behaviour. In a multi-process run the flag
@@ -22,7 +23,7 @@ class PreemptionHandler(HookBase):
     when only one received the signal.
     """
 
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+    SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
     def __init__(self, check_period: int = 10) -> None:
         self.check_period = max(1, int(check_period))

@@ -11,6 +11,10 @@ clipping, ZeRO), plus the two graph-only structural settings below:
 * pipeline stages: in a multi-stage layout each module carrying a ``layer_idx`` is assigned to
   the stage of that layer; gradient-accumulation micro-batches feed the pipeline.
 
+It lives in the engine because it *is* the training step, compiled: the Eager twin is
+:class:`~libai.engine.trainer.EagerTrainer`. (``libai.models.utils.GraphBase`` is the same class,
+the name LiBai configs use.)
+
 The graph captures ``model.training`` when it is first compiled; each call puts the model in the
 graph's mode (train or eval) for its duration, so both graphs compile in the right mode.
 """
@@ -20,23 +24,34 @@ from typing import Any, Iterable, List, Optional
 import oneflow as flow
 from oneflow import nn
 
+from libai.engine.optimizer_step import OptimizerStep
+from libai.engine.support import collective_fusion_applies
+from libai.engine.trainer import sum_losses
+from libai.layers import TransformerLayer
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["GraphBase", "graph_evaluation_supported"]
+__all__ = ["GraphBase", "configure_collective_fusion"]
 
 
-def graph_evaluation_supported(layout: Any) -> bool:
-    """Whether an evaluation graph can run under ``layout``.
+def configure_collective_fusion(threshold_mb: float, max_ops: int, device_type: str) -> bool:
+    """Apply ``train.nccl_fusion_threshold_mb`` / ``nccl_fusion_max_ops`` to the graphs compiled
+    from now on (OneFlow's process-wide ``flow.boxing.nccl`` settings): collectives up to
+    ``threshold_mb`` MB, at most ``max_ops`` of them, are fused into one launch.
 
-    Not for pipeline parallelism on the CPU: OneFlow 0.9's CPU transport aborts the process
-    (``register.cpp:75``, no Python exception) when a pipeline-parallel graph is fed one
-    micro-batch per call, and an evaluation graph always is (training graphs get several, see
-    :func:`~libai.engine.optimizer_step.check_supported`). The model then evaluates eagerly,
-    with the same weights, so the results are the same.
+    Call before building a graph. They only exist for NCCL, so on the CPU nothing is set and
+    the log says so. Returns whether they were applied.
     """
-    if layout is None:
-        return True
-    return not (layout.device_type == "cpu" and layout.is_global and layout.pipeline_parallel_size > 1)
+    if not collective_fusion_applies(True, device_type):
+        logger.info(
+            f"train.nccl_fusion_threshold_mb={threshold_mb} and nccl_fusion_max_ops={max_ops} are "
+            f"not applicable on {device_type!r}: they tune the NCCL collectives of CUDA graphs"
+        )
+        return False
+    flow.boxing.nccl.set_fusion_threshold_mbytes(int(threshold_mb))
+    flow.boxing.nccl.set_fusion_max_ops_num(int(max_ops))
+    logger.info(f"Graph collectives: fused up to {int(threshold_mb)} MB and {int(max_ops)} ops per launch")
+    return True
 
 
 class GraphBase(nn.Graph):
@@ -48,7 +63,9 @@ class GraphBase(nn.Graph):
         activation_checkpoint: recompute the repeated blocks' activations in backward.
         zero_optimization: ``{"enabled": bool, "stage": int}``; active when data parallel > 1.
         layout: the run's ParallelLayout (for pipeline stages and ZeRO).
-        debug: OneFlow graph debug level (``-1`` off, 0–3 more verbose).
+
+    The graph's debug output is switched on by the trainer from ``graph.debug``
+    (``nn.Graph.debug(level)``), for whatever graph class the config names.
     """
 
     def __init__(
@@ -61,9 +78,26 @@ class GraphBase(nn.Graph):
         activation_checkpoint: bool = False,
         zero_optimization: Any = None,
         layout: Any = None,
-        debug: int = -1,
+        *,
+        fp16: bool = False,
+        grad_acc_steps: int = 1,
+        zero_optim: bool = False,
+        zero_stage: int = 1,
+        global_mode: Any = None,
+        auto_parallel_conf: Any = None,
     ) -> None:
+        """``fp16``, ``grad_acc_steps``, ``zero_optim``/``zero_stage``, ``global_mode`` and
+        ``auto_parallel_conf`` are LiBai's spellings (``libai.models.build_graph`` and LiBai
+        configs pass them). They configure the default :class:`OptimizerStep` and ZeRO when no
+        ``optimizer_step`` / ``zero_optimization`` is given; ``global_mode`` and
+        ``auto_parallel_conf`` (OneFlow features newer than 0.9) must be left unset."""
         super().__init__()
+        if global_mode is not None and getattr(global_mode, "enabled", global_mode) not in (None, False):
+            raise ValueError("graph.global_mode needs a newer OneFlow than 0.9; leave it unset")
+        if auto_parallel_conf is not None and getattr(auto_parallel_conf, "enabled", False):
+            raise ValueError("graph.auto_parallel needs a newer OneFlow than 0.9; leave it unset")
+        if zero_optimization is None and zero_optim:
+            zero_optimization = {"enabled": True, "stage": int(zero_stage)}
         # A plain list keeps nn.Graph from wrapping the eager module a second time.
         self._eager_model = [model]
         self.model = model
@@ -72,9 +106,9 @@ class GraphBase(nn.Graph):
         if is_train:
             if optimizer is None:
                 raise ValueError("a training GraphBase needs the optimizer (is_train=True)")
-            from libai.engine.optimizer_step import OptimizerStep
-
-            step = optimizer_step or OptimizerStep(optimizer)
+            step = optimizer_step or OptimizerStep(
+                optimizer, grad_acc_steps=grad_acc_steps, amp=fp16,
+                device_type=layout.device_type if layout is not None else "cpu")
             zero = zero_optimization or {}
             dp = layout.data_parallel_size if layout is not None else 1
             step.configure_graph(self, lr_scheduler=lr_scheduler, zero=bool(zero.get("enabled", False)),
@@ -84,18 +118,12 @@ class GraphBase(nn.Graph):
                 self._enable_activation_checkpointing()
         if layout is not None and layout.is_global and layout.pipeline_parallel_size > 1:
             self._assign_pipeline_stages(layout)
-        if debug is not None and debug >= 0:
-            self.debug(debug)
 
     # ------------------------------------------------------------------ structure
     def _checkpoint_blocks(self) -> List[nn.Module]:
         model = self.model.to(nn.Module)
         if hasattr(model, "activation_checkpoint_modules"):
             return list(model.activation_checkpoint_modules())
-        try:
-            from libai.layers import TransformerLayer
-        except ImportError:
-            return []
         return [m for m in model.modules() if isinstance(m, TransformerLayer)]
 
     def _enable_activation_checkpointing(self) -> None:
@@ -140,8 +168,6 @@ class GraphBase(nn.Graph):
     def build(self, **kwargs: Any) -> Any:
         if not self.is_train:
             return self.model(**kwargs)
-        from libai.engine.trainer import sum_losses
-
         outputs = self.model(**kwargs)
         loss = sum_losses(outputs)
         loss.backward()

@@ -1,0 +1,143 @@
+"""The command-line program: ``tools/train_net.py`` and every project's entry point.
+
+``main(args)`` loads the config, completes it with the defaults, applies the command-line
+overrides, sets the run up and trains (``--resume`` continues from the newest checkpoint) or
+evaluates (``--eval-only``). The order matters: defaults come *before* overrides, so a config
+that wrote a partial nested dict (``train.update(dict(evaluation=dict(enabled=True)))``) still
+accepts an override of a key it left out (``train.evaluation.eval_period=2``), and every later
+step sees the completed config; it is completed once per start.
+
+:func:`launch_main` adds what a process needs around ``main``: a run that failed
+(:class:`~libai.engine.default_trainer.TrainingFailed`, e.g. a NaN loss) ends with its reason as
+the last lines and exit status 1, and in a multi-process run a rank that raised ends at once
+instead of leaving its peers waiting.
+"""
+import argparse
+import logging
+import os
+import sys
+import traceback
+from typing import Any, Mapping, Optional, Sequence, Type
+
+import oneflow as flow
+
+from libai.config import LazyConfig, default_argument_parser
+from libai.engine.default_trainer import DefaultTrainer, TrainingFailed
+from libai.engine.setup import complete_config, default_setup
+from libai.utils import distributed as dist
+from libai.utils.checkpoint import Checkpointer
+from libai.utils.run_lock import hold_output_dir
+from libai.utils.weight_readers import load_weight
+
+__all__ = ["evaluate_only", "exit_now_on_failure", "launch_main", "load_config", "main"]
+
+logger = logging.getLogger(__name__)
+
+
+def load_config(args: argparse.Namespace) -> Any:
+    """The run's config: the file, completed with the defaults, then the ``key=value``
+    overrides (strict: an unknown key is refused with the nearest known one), then
+    ``--fast-dev-run``."""
+    cfg = complete_config(LazyConfig.load(args.config_file))
+    cfg = LazyConfig.apply_overrides(cfg, list(args.opts or []))
+    if getattr(args, "fast_dev_run", False):
+        _apply_fast_dev_run(cfg)
+    return cfg
+
+
+def _apply_fast_dev_run(cfg: Any) -> None:
+    """A handful of iterations with logging, evaluation and checkpointing every few steps."""
+    t = cfg.train
+    t.train_iter, t.train_epoch = 10, 0
+    if "train_samples" in t:
+        t.train_samples = None
+    t.log_period = 1
+    t.evaluation.eval_period = 5
+    t.evaluation.eval_iter = 2
+    t.checkpointer.period = 5
+    logger.info("--fast-dev-run: 10 iterations, logging every iteration, evaluating every 5 on 2 batches")
+
+
+def evaluate_only(cfg: Any, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) -> Mapping[str, Any]:
+    """``--eval-only``: load weights (``train.load_weight``, else the newest checkpoint in
+    ``output_dir``) and evaluate on every test loader."""
+    cfg = complete_config(cfg)
+    layout = trainer_cls.build_layout(cfg)
+    with layout:
+        flow.manual_seed(int(cfg.train.seed))
+        model = trainer_cls.build_model(cfg)
+        loaders = trainer_cls.build_test_loader(cfg)
+        if not loaders:
+            raise ValueError("--eval-only needs test data: cfg.dataloader.test is empty")
+        checkpointer = Checkpointer(model, cfg.train.output_dir)
+        weights = cfg.train.load_weight
+        if not weights and checkpointer.has_checkpoint():
+            weights = checkpointer.get_checkpoint_file()
+        if not weights:
+            raise FileNotFoundError(
+                f"--eval-only needs trained weights, but train.load_weight is empty and "
+                f"{cfg.train.output_dir} holds no checkpoint. Pass train.load_weight=PATH/TO/model_final "
+                "or point train.output_dir at a finished run"
+            )
+        load_weight(model, weights, checkpointer)  # also a Hugging Face directory
+        logger.info(f"--eval-only: evaluating weights from {weights}")
+        if cfg.graph.enabled:
+            model = trainer_cls._build_eval_graph(cfg, model, layout) or model
+        return trainer_cls.test(cfg, loaders, model, layout=layout)
+
+
+def main(args: argparse.Namespace, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) -> Any:
+    """The whole program behind ``tools/train_net.py`` (see the module docstring).
+
+    Returns the last evaluation's results; raises
+    :class:`~libai.engine.default_trainer.TrainingFailed` when a hook stopped the run as failed.
+    """
+    cfg = load_config(args)
+    with hold_output_dir(cfg.train.output_dir):  # one live run per output_dir (libai.utils.run_lock)
+        default_setup(cfg, args)
+        if args.eval_only:
+            return evaluate_only(cfg, trainer_cls)
+        trainer = trainer_cls(cfg)
+        trainer.resume_or_load(resume=args.resume)
+        return trainer.train()
+
+
+def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
+    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
+    args = default_argument_parser().parse_args(argv)
+    try:
+        return main(args, trainer_cls)
+    except TrainingFailed as failure:
+        exit_with_failure(str(failure))
+    except Exception:
+        if dist.get_world_size() > 1:
+            exit_now_on_failure()
+        raise
+
+
+def exit_with_failure(reason: str) -> None:
+    """End the program with exit status 1 and ``reason`` as the last lines of its output.
+
+    For a run that stopped itself as failed: every rank stopped at the same iteration, so all
+    of them end here together (rank 0 prints the reason; the log already holds it).
+    """
+    logger.error(reason)
+    logging.shutdown()
+    sys.stdout.flush()
+    if dist.is_main_process():
+        print(reason, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def exit_now_on_failure() -> None:
+    """End this rank at once with the error printed and exit code 1.
+
+    In a multi-process run a rank that raises would otherwise hang at interpreter exit (OneFlow
+    waits for its peers), and the peers hang in their next collective; exiting hard lets the
+    launcher see the failure and stop every rank, so the whole launch fails with this error.
+    """
+    traceback.print_exc()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)

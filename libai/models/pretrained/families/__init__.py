@@ -1,0 +1,4 @@
+"""One module per model family; importing this package registers them all."""
+from libai.models.pretrained.families import gpt2  # noqa: F401
+from libai.models.pretrained.families import bert  # noqa: F401
+from libai.models.pretrained.families import vision  # noqa: F401

@@ -1,0 +1,91 @@
+"""Helpers the family mappings share: activations, fused projections, config reading."""
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from libai.models.pretrained.mapping import Rule, fused_heads, same, split_fused_heads
+
+__all__ = [
+    "HF_TO_LIBAI_ACTIVATION",
+    "activation_from_hf",
+    "activation_to_hf",
+    "concat_qkv",
+    "dropout_p",
+    "linear",
+    "norm",
+    "require",
+]
+
+# Hugging Face ACT2FN name -> libai activation name (same function)
+HF_TO_LIBAI_ACTIVATION: Dict[str, str] = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "quick_gelu": "quick_gelu",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+    "tanh": "tanh",
+    "sigmoid": "sigmoid",
+}
+_LIBAI_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "gelu_new": "gelu_new",
+                "quick_gelu": "quick_gelu", "relu": "relu", "silu": "silu", "swish": "silu",
+                "tanh": "tanh", "sigmoid": "sigmoid"}
+
+
+def activation_from_hf(name: str, key: str) -> str:
+    if name not in HF_TO_LIBAI_ACTIVATION:
+        raise ValueError(
+            f"config.json sets {key}={name!r}, an activation libai does not have; supported: "
+            f"{sorted(HF_TO_LIBAI_ACTIVATION)}"
+        )
+    return HF_TO_LIBAI_ACTIVATION[name]
+
+
+def activation_to_hf(name: str) -> str:
+    if name not in _LIBAI_TO_HF:
+        raise ValueError(f"activation {name!r} has no Hugging Face name; cannot export")
+    return _LIBAI_TO_HF[name]
+
+
+def require(cfg: Mapping[str, Any], key: str, expected: Any, why: str) -> None:
+    """Refuse a config value the libai model does not compute."""
+    value = cfg.get(key, expected)
+    if value != expected:
+        raise ValueError(f"config.json sets {key}={value!r}; libai supports only {expected!r} ({why})")
+
+
+def linear(ours: str, theirs: str, bias: bool = True) -> List[Rule]:
+    """``.weight`` (and ``.bias``) copied as they are."""
+    rules = [same(f"{ours}.weight", f"{theirs}.weight")]
+    if bias:
+        rules.append(same(f"{ours}.bias", f"{theirs}.bias"))
+    return rules
+
+
+def norm(ours: str, theirs: str, weight: str = "weight", bias: Optional[str] = "bias") -> List[Rule]:
+    rules = [same(f"{ours}.weight", f"{theirs}.{weight}")]
+    if bias:
+        rules.append(same(f"{ours}.bias", f"{theirs}.{bias}"))
+    return rules
+
+
+def concat_qkv(ours: str, theirs: str, num_heads: int, transpose: bool) -> Rule:
+    """One HF tensor holding ``[q | k | v]`` on its output dim (GPT-2's ``c_attn``, stored
+    ``[in, out]`` when ``transpose``) -> libai's per-head fused layout."""
+
+    def load(w: np.ndarray) -> np.ndarray:
+        rows = w.T if transpose else w
+        return fused_heads(np.split(rows, 3, axis=0), num_heads)
+
+    def save(fused: np.ndarray) -> Sequence[np.ndarray]:
+        rows = np.concatenate(split_fused_heads(fused, 3, num_heads), axis=0)
+        return (np.ascontiguousarray(rows.T if transpose else rows),)
+
+    return Rule(ours, (theirs,), load, save)
+
+
+def dropout_p(module: Any, default: float = 0.0) -> float:
+    """The probability of an ``nn.Dropout`` (or ``default`` when there is none)."""
+    return float(getattr(module, "p", default)) if module is not None else default

@@ -1,0 +1,319 @@
+"""``model.generate(...)``: greedy search, sampling and beam search over a key/value cache.
+
+The mixin lives under ``libai/models`` because ``generate`` is a model method and models may
+import only config, layers and utils (``libai.inference`` sits above them and reuses it).
+A model opts in by inheriting :class:`GenerationMixin` and implementing two small hooks:
+
+- ``_generation_step(input_ids, attention_mask, position_ids, past_key_values, encoder)``
+  runs the decoder on the *new* tokens and returns ``(logits [b, s, vocab], presents)``;
+  ``presents`` is the key/value cache the attention layers return (``use_cache=True``), fed
+  back as ``past_key_values`` on the next call;
+- ``_generation_encode(input_ids, attention_mask)`` (encoder-decoder models only, with
+  ``is_encoder_decoder = True``) runs the encoder once and returns what the step needs.
+
+Semantics follow Hugging Face ``transformers``' ``generate``: decoder-only models return
+prompt + new tokens, encoder-decoder ones ``decoder_start_token_id`` + new tokens; sequences
+that produced ``eos_token_id`` are padded with ``pad_token_id``; position ids of left-padded
+prompts count from each row's first real token (``cumsum(attention_mask) - 1``); a missing
+``attention_mask`` is inferred from ``pad_token_id`` when the prompt contains it and it differs
+from the EOS id. One documented difference: finished beam hypotheses are padded with
+``pad_token_id`` even when it is 0 (``transformers`` then writes the EOS id).
+
+Under data/tensor/pipeline parallelism every rank runs the same loop on the full (local)
+last-position logits, so every rank picks the same tokens; the tokens go back to the model as
+broadcast global tensors on the first stage. Sampling draws from ``generator`` (or OneFlow's
+default generator), identically on every rank.
+"""
+import logging
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import oneflow as flow
+
+from libai.models.utils.generation.beam_search import BeamSearch
+from libai.models.utils.generation.processors import LogitsProcessor, build_processors
+from libai.utils.distributed import ParallelLayout, ttol
+
+__all__ = ["GenerationMixin", "model_layout"]
+
+logger = logging.getLogger(__name__)
+
+Cache = Optional[Tuple[Tuple[flow.Tensor, ...], ...]]
+
+
+class GenerationMixin:
+    """Adds :meth:`generate` to a libai model (see the module docstring for the hooks)."""
+
+    is_encoder_decoder: bool = False
+
+    # ---------------------------------------------------------------------- model hooks
+    def _generation_step(
+        self,
+        input_ids: flow.Tensor,
+        attention_mask: Optional[flow.Tensor],
+        position_ids: Optional[flow.Tensor],
+        past_key_values: Cache,
+        encoder: Any,
+    ) -> Tuple[flow.Tensor, Cache]:
+        raise NotImplementedError(f"{type(self).__name__} does not implement _generation_step")
+
+    def _generation_encode(self, input_ids: flow.Tensor, attention_mask: Optional[flow.Tensor]) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} is not an encoder-decoder model")
+
+    # ---------------------------------------------------------------------- entry point
+    @flow.no_grad()
+    def generate(
+        self,
+        input_ids: Any,
+        max_new_tokens: Optional[int] = None,
+        do_sample: bool = False,
+        temperature: Optional[float] = 1.0,
+        top_k: Optional[int] = 50,
+        top_p: Optional[float] = 1.0,
+        num_beams: int = 1,
+        repetition_penalty: Optional[float] = 1.0,
+        eos_token_id: Union[int, Sequence[int], None] = None,
+        pad_token_id: Optional[int] = None,
+        attention_mask: Any = None,
+        *,
+        max_length: Optional[int] = None,
+        length_penalty: float = 1.0,
+        early_stopping: Union[bool, str] = False,
+        num_return_sequences: int = 1,
+        decoder_start_token_id: Optional[int] = None,
+        use_cache: bool = True,
+        generator: Optional[flow.Generator] = None,
+        logits_processor: Optional[List[LogitsProcessor]] = None,
+    ) -> flow.Tensor:
+        """Continue ``input_ids`` ``[batch, len]`` (prompts; for encoder-decoder models the
+        encoder input) and return the tokens as a local int64 tensor, the same on every rank.
+
+        Args:
+            max_new_tokens: tokens to add (or give ``max_length``, the total length; HF's
+                default of 20 total when neither is given).
+            do_sample: sample from the processed distribution instead of taking the argmax.
+            temperature, top_k, top_p: sampling warpers (ignored unless ``do_sample``;
+                ``top_k`` defaults to 50 as in HF; 0 or None disables it).
+            num_beams: > 1 for beam search (``length_penalty``, ``early_stopping``,
+                ``num_return_sequences`` as in HF).
+            repetition_penalty: > 1 discourages tokens already present.
+            eos_token_id, pad_token_id, decoder_start_token_id: default to the values in the
+                loaded Hugging Face config (``model.pretrained_config``), if any.
+            attention_mask: ``[batch, len]``, 1 for real tokens, 0 for (left) padding.
+            use_cache: reuse the attention layers' key/value cache (one new token per step);
+                False recomputes the whole sequence every step (same tokens, slower).
+            generator: a ``flow.Generator`` for reproducible sampling.
+            logits_processor: extra processors, applied after the repetition penalty.
+        """
+        if getattr(self, "training", False):
+            logger.warning("generate() called in training mode: dropout is active; call "
+                           "model.eval() first for deterministic results")
+        settings = self._generation_settings(eos_token_id, pad_token_id, decoder_start_token_id)
+        eos, pad, start = settings
+        prompts = _local_int64(input_ids)
+        if prompts.ndim != 2:
+            raise ValueError(f"input_ids must be [batch, length], got shape {tuple(prompts.shape)}")
+        mask = self._prompt_mask(prompts, attention_mask, pad, eos)
+        if num_beams < 1 or num_return_sequences > num_beams:
+            raise ValueError(
+                f"num_beams={num_beams} and num_return_sequences={num_return_sequences}: need "
+                "num_beams >= 1 and num_return_sequences <= num_beams"
+            )
+        if num_beams == 1 and num_return_sequences > 1 and not do_sample:
+            raise ValueError("greedy search returns one sequence per prompt; use num_beams > 1 "
+                             "or do_sample=True for num_return_sequences > 1")
+        expand = max(num_beams, num_return_sequences)
+        if expand > 1:
+            prompts, mask = _repeat_rows(prompts, expand), _repeat_rows(mask, expand)
+        start_len = 1 if self.is_encoder_decoder else prompts.shape[1]
+        if max_new_tokens is not None:
+            max_length = start_len + int(max_new_tokens)
+        elif max_length is None:
+            max_length = 20  # Hugging Face's default total length
+        if max_length <= start_len:
+            raise ValueError(
+                f"nothing to generate: max_length={max_length} <= input length {start_len}; "
+                "raise max_new_tokens"
+            )
+        processors = build_processors(
+            do_sample=do_sample, num_beams=num_beams, temperature=temperature, top_k=top_k,
+            top_p=top_p, repetition_penalty=repetition_penalty, extra=logits_processor,
+        )
+        run = _Runner(self, prompts, mask, start, use_cache)
+        if num_beams > 1:
+            search = BeamSearch(
+                run.tokens, num_beams, max_length, eos, pad if pad is not None else -1,
+                length_penalty=length_penalty, early_stopping=early_stopping,
+            )
+            return self._beam_loop(run, search, processors, do_sample, generator,
+                                   num_return_sequences)
+        return self._token_loop(run, processors, do_sample, generator, max_length, eos, pad)
+
+    # ---------------------------------------------------------------------- loops
+    def _token_loop(self, run, processors, do_sample, generator, max_length, eos, pad):
+        """Greedy search or multinomial sampling, one token per step."""
+        tokens = run.tokens
+        unfinished = flow.ones(tokens.shape[0], dtype=flow.int64, device=tokens.device)
+        while tokens.shape[1] < max_length:
+            scores = processors(tokens, run.next_logits(tokens))
+            if do_sample:
+                probs = flow.softmax(scores, dim=-1)
+                chosen = flow.multinomial(probs, 1, generator=generator).squeeze(1)
+            else:
+                chosen = flow.argmax(scores, dim=-1)
+            if eos:
+                chosen = chosen * unfinished + pad * (1 - unfinished)
+            tokens = flow.cat([tokens, chosen.unsqueeze(1)], dim=1)
+            run.advance(None)
+            if eos:
+                unfinished = unfinished * flow.logical_not(_is_any(chosen, eos)).to(flow.int64)
+                if int(unfinished.max().item()) == 0:
+                    break
+        return tokens
+
+    def _beam_loop(self, run, search, processors, do_sample, generator, num_return):
+        while not search.is_done() and search.cur_len < search.max_length:
+            tokens = search.running_tokens()
+            log_probs = flow.log_softmax(run.next_logits(tokens), dim=-1)
+            log_probs = processors(tokens, log_probs)
+            parents = search.step(log_probs, sample=do_sample, generator=generator)
+            run.advance(parents)
+        return search.result(num_return)
+
+    # ---------------------------------------------------------------------- settings
+    def _generation_settings(self, eos, pad, start) -> Tuple[List[int], Optional[int], Optional[int]]:
+        """EOS ids, pad id and decoder start id: arguments first, then the HF config."""
+        config = getattr(self, "pretrained_config", None) or {}
+        if eos is None:
+            eos = config.get("eos_token_id")
+        if pad is None:
+            pad = config.get("pad_token_id")
+        if start is None:
+            start = config.get("decoder_start_token_id", pad)
+        eos_list = [] if eos is None else ([int(eos)] if isinstance(eos, int) else [int(e) for e in eos])
+        if pad is None and eos_list:
+            logger.warning("pad_token_id not set: finished sequences are padded with eos_token_id=%d",
+                           eos_list[0])
+            pad = eos_list[0]
+        if self.is_encoder_decoder and start is None:
+            raise ValueError("an encoder-decoder model needs decoder_start_token_id (or "
+                             "pad_token_id) to start the decoder; pass it to generate()")
+        return eos_list, pad, start
+
+    @staticmethod
+    def _prompt_mask(prompts, attention_mask, pad, eos) -> flow.Tensor:
+        if attention_mask is not None:
+            mask = _local_int64(attention_mask)
+            if tuple(mask.shape) != tuple(prompts.shape):
+                raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids "
+                                 f"{tuple(prompts.shape)}; they must match")
+            return mask
+        if pad is not None and pad not in eos and bool((prompts == pad).any()):
+            return (prompts != pad).to(flow.int64)
+        return flow.ones_like(prompts)
+
+
+class _Runner:
+    """Feeds the model: owns the cache, the attention mask, the position ids and the layout."""
+
+    def __init__(self, model: GenerationMixin, prompts: flow.Tensor, mask: flow.Tensor,
+                 start: Optional[int], use_cache: bool) -> None:
+        self.model = model
+        self.layout = model_layout(model)
+        self.use_cache = use_cache
+        self.past: Cache = None
+        self.encoder = None
+        self.padded = bool((mask == 0).any())
+        if model.is_encoder_decoder:
+            self.encoder = model._generation_encode(
+                self.place(prompts), self.place(mask) if self.padded else None
+            )
+            self.tokens = flow.full((prompts.shape[0], 1), start, dtype=flow.int64,
+                                    device=prompts.device)
+            self.mask, self.positions = None, None
+        else:
+            self.tokens = prompts
+            self.mask = mask
+            positions = flow.cumsum(mask, dim=-1) - 1
+            self.positions = positions.masked_fill(mask == 0, 0) if self.padded else None
+
+    def place(self, tensor: flow.Tensor) -> flow.Tensor:
+        """A local tensor as a model input: broadcast on the first stage in a global run."""
+        b = flow.sbp.broadcast
+        return self.layout.to_global(tensor, [b, b], stage=0)
+
+    def next_logits(self, tokens: flow.Tensor) -> flow.Tensor:
+        """Full float32 logits ``[rows, vocab]`` of the next token after ``tokens``."""
+        cached = self.use_cache and self.past is not None
+        new = tokens[:, -1:] if cached else tokens
+        positions = None
+        if self.positions is not None:
+            positions = self.positions[:, -new.shape[1]:]
+        mask = self.mask if self.padded else None
+        logits, presents = self.model._generation_step(
+            self.place(new),
+            None if mask is None else self.place(mask),
+            None if positions is None else self.place(positions),
+            self.past if cached else None,
+            self.encoder,
+        )
+        if self.use_cache:
+            self.past = presents
+        last = logits[:, -1, :]
+        return ttol(last).to(flow.float32).to(tokens.device)
+
+    def advance(self, parents: Optional[flow.Tensor]) -> None:
+        """After a token was appended to every row (``parents``: beam reordering)."""
+        if parents is not None:
+            if self.past is not None:
+                self.past = _reorder(self.past, parents)
+            if self.mask is not None:
+                self.mask = flow.index_select(self.mask, 0, parents)
+                if self.positions is not None:
+                    self.positions = flow.index_select(self.positions, 0, parents)
+        if self.mask is not None:
+            ones = flow.ones(self.mask.shape[0], 1, dtype=self.mask.dtype, device=self.mask.device)
+            self.mask = flow.cat([self.mask, ones], dim=1)
+        if self.positions is not None:
+            self.positions = flow.cat([self.positions, self.positions[:, -1:] + 1], dim=1)
+
+
+def _reorder(past: Any, index: flow.Tensor) -> Any:
+    """Select batch rows ``index`` of every tensor of a (nested) cache."""
+    if isinstance(past, (tuple, list)):
+        return type(past)(_reorder(p, index) for p in past)
+    if past.is_global:
+        b = flow.sbp.broadcast
+        placed = index.to_global(placement=past.placement, sbp=[b] * len(past.sbp))
+        return flow.index_select(past, 0, placed)
+    return flow.index_select(past, 0, index.to(past.device))
+
+
+def model_layout(model: Any) -> ParallelLayout:
+    """The layout ``model`` was built under (its libai layers keep it)."""
+    for module in model.modules():
+        layout = getattr(module, "layout", None)
+        if isinstance(layout, ParallelLayout):
+            return layout
+    raise ValueError(f"{type(model).__name__} has no libai layer with a parallel layout")
+
+
+def _local_int64(value: Any) -> flow.Tensor:
+    """Ids or masks given as a tensor (local or global), array or nested list -> local int64."""
+    if isinstance(value, flow.Tensor):
+        return ttol(value).to(flow.int64).to("cpu")
+    return flow.tensor(np.asarray(value, dtype=np.int64))
+
+
+def _repeat_rows(tensor: flow.Tensor, times: int) -> flow.Tensor:
+    """Each row ``times`` times in a row (``[r0, r0, r1, r1, ...]``)."""
+    rows = tensor.shape[0]
+    index = flow.arange(rows, device=tensor.device).view(rows, 1).repeat(1, times).view(-1)
+    return flow.index_select(tensor, 0, index)
+
+
+def _is_any(tokens: flow.Tensor, ids: Sequence[int]) -> flow.Tensor:
+    hit = tokens == ids[0]
+    for other in ids[1:]:
+        hit = flow.logical_or(hit, tokens == other)
+    return hit

@@ -1,0 +1,111 @@
+"""LiBai's weight-loader classes, as thin doors onto :mod:`libai.models.pretrained`.
+
+``LoaderClass(model, libai_cfg, pretrained_model_path, **kwargs).load()`` builds ``model`` (a
+libai class or a ``LazyCall`` config node) from ``libai_cfg`` with the sizes of the
+checkpoint's ``config.json`` and ``kwargs`` on top (LiBai's precedence), then loads the
+weights. The mapping, the checks and the placement under the layout are
+:func:`libai.models.pretrained.load_into`'s; nothing here computes differently.
+"""
+import inspect
+import logging
+from typing import Any, Dict, Mapping, Tuple, Type, Union
+
+from oneflow import nn
+
+from libai.config import instantiate
+from libai.models.common.config import SYNONYMS
+from libai.models.pretrained import api
+from libai.models.pretrained.convert import LoadReport
+from libai.models.pretrained.files import read_config
+
+__all__ = ["ModelLoader", "ModelLoaderHuggerFace", "ModelLoaderLiBai"]
+
+logger = logging.getLogger(__name__)
+
+
+def _model_class(model: Any) -> Type[nn.Module]:
+    """A class, or the ``_target_`` of a ``LazyCall`` node, as a class."""
+    if isinstance(model, type):
+        return model
+    target = model.get("_target_") if hasattr(model, "get") else None
+    if target is None:
+        raise TypeError(f"model must be a libai model class or a LazyCall node, got {model!r}")
+    if isinstance(target, str):
+        module, _, name = target.rpartition(".")
+        return getattr(__import__(module, fromlist=[name]), name)
+    return target
+
+
+def _merge(base: Mapping[str, Any], *updates: Mapping[str, Any]) -> Dict[str, Any]:
+    """``base`` updated in turn; a key replaces its synonyms (``layernorm_eps`` ...)."""
+    merged = {str(k): v for k, v in (base or {}).items()}
+    for update in updates:
+        for key, value in update.items():
+            for group in SYNONYMS:
+                if key in group:
+                    for other in group:
+                        merged.pop(other, None)
+            merged[key] = value
+    return merged
+
+
+class ModelLoader:
+    """Common state of LiBai's loaders: ``model``, ``libai_cfg``, ``pretrained_model_path``,
+    ``kwargs`` (config overrides) and ``output_loading_info``."""
+
+    def __init__(self, model: Any, libai_cfg: Mapping[str, Any], pretrained_model_path: str,
+                 **kwargs: Any) -> None:
+        self.model = model
+        self.libai_cfg = libai_cfg
+        self.pretrained_model_path = pretrained_model_path
+        self.output_loading_info = bool(kwargs.pop("output_loading_info", False))
+        self.kwargs = kwargs
+
+    def _result(self, model: nn.Module, report: LoadReport) -> Union[nn.Module, Tuple[nn.Module, Dict]]:
+        if not self.output_loading_info:
+            return model
+        info = {"missing_keys": list(report.missing), "unexpected_keys": list(report.unexpected),
+                "mismatched_keys": list(report.mismatched), "error_msgs": []}
+        return model, info
+
+
+class ModelLoaderHuggerFace(ModelLoader):
+    """Load a Hugging Face directory (``config.json`` + safetensors or ``pytorch_model.bin``)."""
+
+    def load(self) -> Union[nn.Module, Tuple[nn.Module, Dict]]:
+        cls = _model_class(self.model)
+        hf_config = read_config(self.pretrained_model_path)
+        family, target, mapped = api.build_args(cls, hf_config, {})
+        own = {} if isinstance(self.model, type) else dict(self.model.get("cfg") or {})
+        args = _merge(_merge(self.libai_cfg or {}, own), mapped, self.kwargs)
+        with api._some_layout():
+            model = cls(**_known(cls, args))
+        report = api.load_into(model, self.pretrained_model_path, hf_config=hf_config,
+                               family=family, target=target)
+        return self._result(model, report)
+
+
+class ModelLoaderLiBai(ModelLoader):
+    """Load weights saved by libai (a checkpoint or a ``flow.save`` state-dict directory)."""
+
+    def load(self) -> Union[nn.Module, Tuple[nn.Module, Dict]]:
+        from libai.utils.checkpoint import Checkpointer
+
+        cls = _model_class(self.model)
+        args = _merge(self.libai_cfg or {}, self.kwargs)
+        with api._some_layout():
+            model = cls(**_known(cls, args)) if isinstance(self.model, type) else instantiate(self.model)
+        Checkpointer(model).load_weights_only(self.pretrained_model_path)
+        return self._result(model, LoadReport())
+
+
+def _known(cls: Type, args: Dict[str, Any]) -> Dict[str, Any]:
+    """Drop head settings of sibling classes that a shared LiBai config carries
+    (``add_binary_head`` handed to ``BertModel``); any other unknown key still reaches the
+    constructor, whose own check names it."""
+    foreign = {"add_binary_head", "num_labels", "classifier_dropout"}
+    params = inspect.signature(cls.__init__).parameters
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    if takes_any:
+        return args
+    return {k: v for k, v in args.items() if k not in foreign or k in params}
