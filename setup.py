@@ -46,14 +46,17 @@ setup(
         "sentencepiece==0.2.0",  # T5Tokenizer
         "flowvision==0.2.1",  # image transforms (0.2.2 fails to import with OneFlow 0.9.0)
         "pillow",
+        "tqdm==4.70.1",  # progress bars of tools/generate.py and tools/predict.py
     ],
     extras_require={
         "tensorboard": ["tensorboardX==2.6.5"],
         "plot": ["matplotlib"],
         "chinese": ["jieba"],  # BertTokenizer(do_chinese_wwm=True)
         "gpu": ["pynvml"],  # GPU memory in the metrics, on CUDA machines
+        "onnx": ["onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2", "onnxsim==0.7.3"],
         "dev": ["pytest", "hypothesis", "scikit-learn", "pillow", "tensorboardX==2.6.5", "matplotlib",
-                "import-linter==2.15"],
+                "import-linter==2.15", "onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2",
+                "onnxsim==0.7.3"],
     },
     cmdclass={"build_py": BuildWithConfigs},
 )

@@ -52,6 +52,9 @@ train = dict(
         custom_pipeline_stage_id=None,  # optional explicit stage of every layer
         device_type=None,  # "cuda" or "cpu"; None = what the machine has
     ),
+    # LiBai's setting: where batches are placed. None = the layout's device; "cpu" in a CUDA run
+    # keeps inputs on the host (the model moves them), as LiBai's pipeline-parallel configs do
+    input_placement_device=None,
     seed=1234,  # random seed; every rank uses the same one (parallel runs start from identical weights)
     # exponential moving average of the weights; `enable`/`decay_rate` are the TrainFramework spellings
     ema=dict(enabled=False, decay=0.9999, enable=None, decay_rate=None),

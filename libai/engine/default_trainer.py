@@ -15,19 +15,20 @@ import copy
 import logging
 import os
 from collections import OrderedDict
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import oneflow as flow
 
 from libai.config import LazyConfig, instantiate, instantiate_with, try_get_key
 from libai.engine import hooks
+from libai.engine.batch import place_batch
 from libai.engine.graph import configure_collective_fusion
 from libai.engine.graph_state import GraphOptimizerState
 from libai.engine.optimizer_step import OptimizerStep
 from libai.engine.setup import complete_config
 from libai.engine.support import check_supported, graph_evaluation_supported
 from libai.engine.train_plan import BatchSizes, TrainPlan, resolve_batch_sizes, resolve_iterations
-from libai.engine.trainer import EagerTrainer, GraphTrainer, TrainerBase
+from libai.engine.trainer import EagerTrainer, GraphTrainer, TrainerBase, call_run_step
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.rng import RNGState, use_default_generators
@@ -283,7 +284,9 @@ class DefaultTrainer(TrainerBase):
                                                     is_train=True, optimizer_step=self.optimizer_step)
                 if _evaluation_enabled(cfg):
                     self.graph_eval = self._build_eval_graph(cfg, self.model, self.layout)
-            runner: TrainerBase = GraphTrainer(self.graph_train, self.train_loader, layout=self.layout)
+            runner: TrainerBase = GraphTrainer(self.graph_train, self.train_loader,
+                                               grad_acc_steps=self.plan.batch.num_accumulation_steps,
+                                               layout=self.layout)
         else:
             if cfg.train.activation_checkpoint.enabled:
                 logger.warning(
@@ -295,14 +298,35 @@ class DefaultTrainer(TrainerBase):
                                   optimizer_step=self.optimizer_step, layout=self.layout)
         return runner
 
-    def run_step(self) -> None:
+    @property
+    def runner(self) -> Any:
+        """The step runner, ``self._trainer`` (LiBai's name; a subclass may assign its own),
+        connected to this trainer: its hooks get ``after_backward``, batches are placed by this
+        layout, and a runner that made a plain :class:`OptimizerStep` for itself uses the
+        configured one (AMP, clipping, NaN skipping) instead."""
         runner = self._trainer
+        connect = getattr(runner, "connect", None)
+        if connect is not None:
+            connect(self)
+        return runner
+
+    def run_step(self) -> None:
+        """LiBai's contract: ``self._trainer.run_step(self.get_batch, train.input_placement_device)``
+        (a runner whose ``run_step`` takes fewer arguments gets fewer), inside this layout."""
+        runner = self.runner
         runner.iter = self.iter
-        runner.hook_owner = self
-        if getattr(runner, "layout", None) is None:
-            runner.layout = self.layout
-        runner.run_step()
+        with self.layout:
+            call_run_step(runner, self.get_batch, self.cfg.train.input_placement_device)
         self.consumed_train_samples += self.plan.batch.global_batch_size
+
+    @staticmethod
+    def get_batch(data: Any, input_placement_device: Optional[str] = "cuda",
+                  mixup_func: Optional[Callable[..., Any]] = None) -> Dict[str, Any]:
+        """A loader batch (an Instance of DistTensorData) as the model's keyword arguments,
+        placed by the active layout (LiBai's signature; see :func:`libai.engine.batch.place_batch`
+        for what ``input_placement_device`` and ``mixup_func`` do). Override it to change the
+        batch before the model sees it."""
+        return place_batch(data, dist.current_layout(), input_placement_device, mixup_func)
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self) -> Mapping[str, Any]:

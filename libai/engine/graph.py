@@ -92,9 +92,9 @@ class GraphBase(nn.Graph):
         ``optimizer_step`` / ``zero_optimization`` is given; ``global_mode`` and
         ``auto_parallel_conf`` (OneFlow features newer than 0.9) must be left unset."""
         super().__init__()
-        if global_mode is not None and getattr(global_mode, "enabled", global_mode) not in (None, False):
+        if _switched_on(global_mode):
             raise ValueError("graph.global_mode needs a newer OneFlow than 0.9; leave it unset")
-        if auto_parallel_conf is not None and getattr(auto_parallel_conf, "enabled", False):
+        if _switched_on(auto_parallel_conf):
             raise ValueError("graph.auto_parallel needs a newer OneFlow than 0.9; leave it unset")
         if zero_optimization is None and zero_optim:
             zero_optimization = {"enabled": True, "stage": int(zero_stage)}
@@ -172,3 +172,13 @@ class GraphBase(nn.Graph):
         loss = sum_losses(outputs)
         loss.backward()
         return {k: v for k, v in outputs.items() if "loss" in k}
+
+
+def _switched_on(setting: Any) -> bool:
+    """Whether a LiBai graph setting (``None``, a bool, or a node/dict with ``enabled``) is on."""
+    if setting is None or isinstance(setting, bool):
+        return bool(setting)
+    try:
+        return bool(setting["enabled"])
+    except (KeyError, TypeError):
+        return bool(getattr(setting, "enabled", False))

@@ -4,23 +4,35 @@ This module knows nothing of configs, models or files. :class:`TrainerBase` owns
 the iteration counter and ``train(start_iter, max_iter)``; :class:`EagerTrainer` and
 :class:`GraphTrainer` each implement one ``run_step``: fetch a batch, place it, run the model
 (or the compiled graph), and let an :class:`~libai.engine.optimizer_step.OptimizerStep` apply
-the update. ``DefaultTrainer`` (in :mod:`libai.engine.default`) composes them from a config.
+the update. ``DefaultTrainer`` (in :mod:`libai.engine.default_trainer`) composes them from a config.
+
+The runners follow LiBai's contract, so a runner written from LiBai's "Training" guide works:
+``run_step(get_batch, input_placement_device)`` receives ``DefaultTrainer.get_batch`` (which
+turns a loader batch into the model's keyword arguments), and a subclass finds ``model``,
+``data_loader``, ``_data_loader_iter``, ``optimizer``, ``grad_acc_steps`` and
+``write_metrics(loss_dict, data_time)``. Called without arguments, ``run_step()`` places batches
+with the runner's own layout.
 """
+import contextlib
 import inspect
 import logging
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional
 
 import oneflow as flow
 
+from libai.engine.batch import check_fields_match, place_batch, split_batch
 from libai.engine.optimizer_step import OptimizerStep
 from libai.utils import distributed as dist
 from libai.utils.events import EventStorage, get_event_storage
 
-__all__ = ["HookBase", "TrainerBase", "EagerTrainer", "GraphTrainer", "sum_losses"]
+__all__ = ["HookBase", "TrainerBase", "EagerTrainer", "GraphTrainer", "sum_losses", "call_run_step"]
 
 logger = logging.getLogger(__name__)
+
+# ``get_batch(data, input_placement_device, mixup_func) -> model keyword arguments``
+GetBatch = Callable[..., Dict[str, Any]]
 
 
 class HookBase:
@@ -32,6 +44,11 @@ class HookBase:
     (also when training stops early or fails). ``self.trainer`` is a weak proxy to the trainer,
     set when the hook is registered. A hook that has state worth resuming returns it from
     ``state_dict`` and it is saved in checkpoints.
+
+    The cadence questions every periodic hook asks ("is this the n-th iteration", "is it the
+    last", "did an evaluation just run", "are this iteration's weights being thrown away") are
+    answered by the helpers below, about the iteration in progress (in ``after_train``: the
+    last one completed), so that all hooks mean the same by them.
     """
 
     trainer: Any = None
@@ -62,6 +79,37 @@ class HookBase:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         pass
 
+    # ------------------------------------------------------------------ cadence helpers
+    def every_n_iters(self, n: int) -> bool:
+        """Whether the iteration in progress completes a multiple of ``n`` iterations (counted
+        from iteration 0, so a resumed run keeps the schedule). ``n <= 0`` means never."""
+        return n > 0 and (self.trainer.iter + 1) % n == 0
+
+    def is_last_iter(self) -> bool:
+        """Whether the iteration in progress is the last one of the run (``max_iter - 1``)."""
+        return self.trainer.iter + 1 >= self.trainer.max_iter
+
+    def weights_discarded(self) -> bool:
+        """Whether a stop asked not to keep this iteration's weights (e.g. a NaN loss): nothing
+        should save or evaluate them."""
+        return self.trainer.stop_reason is not None and not self.trainer.checkpoint_on_stop
+
+    def evaluation_results(self) -> Optional[Dict[str, float]]:
+        """The results an evaluation published for the iteration in progress (see
+        :meth:`TrainerBase.publish_evaluation`), or None when none ran for it. Hooks placed after
+        :class:`~libai.engine.hooks.EvalHook` react to evaluations through this."""
+        trainer = self.trainer
+        if trainer.latest_eval_iter is None or trainer.latest_eval_iter != trainer.storage.iter:
+            return None
+        return trainer.latest_eval_results
+
+    def keeps_weights(self) -> bool:
+        """Whether this hook saves or evaluates the weights of the iteration in progress (in its
+        ``after_step``, or in ``after_train`` after the last iteration). Hooks that must look at
+        a step before its weights are kept (the NaN check) ask every hook this; a hook that
+        saves or evaluates on its own schedule answers it."""
+        return False
+
 
 class TrainerBase:
     """A loop over iterations that calls hooks around an abstract ``run_step``.
@@ -70,6 +118,8 @@ class TrainerBase:
         iter: the current iteration (after ``train`` returns: the number of iterations run).
         start_iter, max_iter: the bounds given to ``train``.
         storage: the :class:`EventStorage` in use during ``train``.
+        latest_eval_results, latest_eval_iter: what the latest evaluation reported, and the
+            iteration whose weights it evaluated (set by :meth:`publish_evaluation`).
     """
 
     def __init__(self) -> None:
@@ -81,6 +131,8 @@ class TrainerBase:
         self.stop_reason: Optional[str] = None
         self.checkpoint_on_stop: bool = True
         self.stop_failed: bool = False
+        self.latest_eval_results: Dict[str, float] = {}
+        self.latest_eval_iter: Optional[int] = None
         # Metric histories from a checkpoint, applied when ``train`` opens its storage, so that
         # smoothed values logged after a resume equal those of the uninterrupted run.
         self._storage_state: Optional[Mapping[str, Any]] = None
@@ -126,6 +178,19 @@ class TrainerBase:
                 return h
         return None
 
+    @property
+    def runner(self) -> "TrainerBase":
+        """The object whose ``run_step`` makes the updates: this trainer itself, unless it
+        delegates steps to a step runner (``DefaultTrainer``)."""
+        return self
+
+    # ------------------------------------------------------------------ what hooks publish
+    def publish_evaluation(self, iteration: int, results: Mapping[str, float]) -> None:
+        """Record that the weights of ``iteration`` were evaluated with ``results`` (flat metric
+        names), for the hooks that react to evaluations (best checkpoint, early stopping)."""
+        self.latest_eval_results = dict(results)
+        self.latest_eval_iter = int(iteration)
+
     # ------------------------------------------------------------------ stopping
     def request_stop(self, reason: str, save_checkpoint: bool = True, failed: bool = False) -> None:
         """Ask the loop to end after the current iteration; ``after_train`` still runs.
@@ -150,6 +215,7 @@ class TrainerBase:
         self.stop_reason = None
         self.checkpoint_on_stop = True
         self.stop_failed = False
+        self.latest_eval_results, self.latest_eval_iter = {}, None
         with EventStorage(start_iter) as self.storage:
             if self._storage_state is not None:
                 self.storage.load_state_dict(self._storage_state)
@@ -197,6 +263,25 @@ class TrainerBase:
     def run_step(self) -> None:
         raise NotImplementedError("a trainer must implement run_step()")
 
+    @staticmethod
+    def write_metrics(loss_dict: Mapping[str, Any], data_time: float, prefix: str = "") -> None:
+        """Put the losses (every ``*loss*`` entry, and ``total_loss``, their sum) and the data
+        time into the current event storage; ``prefix`` is put before ``total_loss``.
+
+        Loss tensors are stored as they are (converted to numbers only when a writer reads
+        them), so logging does not force a device synchronisation every step.
+        """
+        storage = get_event_storage()
+        storage.put_scalar("data_time", data_time)
+        local = {k: _scalar_for_logging(v) for k, v in loss_dict.items() if "loss" in k}
+        if len(local) > 1 or "total_loss" not in local:
+            total = None
+            for v in local.values():
+                total = v if total is None else total + v
+            storage.put_scalar(f"{prefix}total_loss", total)
+        for k, v in local.items():
+            storage.put_scalar(k, v)
+
     # ------------------------------------------------------------------ state
     def state_dict(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {"iteration": self.iter}
@@ -220,6 +305,27 @@ class TrainerBase:
                 logger.warning(f"checkpoint has state for hook {name!r}, which this run does not have")
             else:
                 hook.load_state_dict(value)
+
+
+def call_run_step(runner: Any, get_batch: GetBatch, input_placement_device: Optional[str]) -> None:
+    """Call ``runner.run_step`` the way its signature asks for.
+
+    LiBai's contract passes ``(get_batch, input_placement_device)``; LiBai's guide also shows
+    ``run_step(self, get_batch)``, and libai's own runners and older subclasses take nothing.
+    Each receives as many of the two as it has positional parameters for.
+    """
+    run_step = runner.run_step
+    args = (get_batch, input_placement_device)
+    run_step(*args[:_positional_count(run_step)])
+
+
+def _positional_count(function: Callable[..., Any]) -> int:
+    """Positional parameters of a bound method or function (at most the two LiBai passes)."""
+    params = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return min(2, sum(p.kind in positional for p in params))
 
 
 def sum_losses(outputs: Any) -> flow.Tensor:
@@ -249,87 +355,65 @@ def sum_losses(outputs: Any) -> flow.Tensor:
 class _StepRunner(TrainerBase):
     """What the Eager and Graph runners share: the data iterator, placing a batch, metrics."""
 
-    def __init__(self, data_loader: Iterable, layout: Optional[dist.ParallelLayout] = None,
-                 get_batch: Optional[Callable[[Any], Dict[str, Any]]] = None) -> None:
+    def __init__(self, data_loader: Iterable, layout: Optional[dist.ParallelLayout] = None) -> None:
         super().__init__()
         self.data_loader = data_loader
-        self._data_iter: Optional[Any] = None
+        self._data_iter: Optional[Iterator[Any]] = None
         self.layout = layout
-        self.get_batch = get_batch
         self._fields_checked = False
+        self.grad_acc_steps = 1
+        self._grad_acc_from_owner = False
 
-    def next_batch(self) -> Any:
-        """The next batch from the loader (the iterator is created on first use, so the loader's
-        sampler can be positioned by a checkpoint before any batch is drawn)."""
+    @property
+    def _data_loader_iter(self) -> Iterator[Any]:
+        """The loader's iterator (LiBai's name), created on first use so that a checkpoint can
+        position the loader's sampler before any batch is drawn."""
         if self._data_iter is None:
             self._data_iter = iter(self.data_loader)
-        return next(self._data_iter)
+        return self._data_iter
+
+    @_data_loader_iter.setter
+    def _data_loader_iter(self, iterator: Iterator[Any]) -> None:
+        self._data_iter = iterator
+
+    def next_batch(self) -> Any:
+        """The next batch from the loader."""
+        return next(self._data_loader_iter)
+
+    def connect(self, owner: TrainerBase) -> None:
+        """Become ``owner``'s step runner: its hooks receive ``after_backward``, batches are
+        placed with its layout unless this runner was given one, and ``grad_acc_steps=None``
+        becomes the accumulation ``owner`` resolved (LiBai code passes
+        ``cfg.train.num_accumulation_steps``, which libai leaves ``None`` to be derived)."""
+        self.hook_owner = owner
+        if self.layout is None:
+            self.layout = getattr(owner, "layout", None)
+        resolved = getattr(getattr(owner, "optimizer_step", None), "grad_acc_steps", None)
+        if self._grad_acc_from_owner and resolved is not None:
+            self._grad_acc_from_owner = False
+            self._set_grad_acc_steps(int(resolved))
+
+    def _set_grad_acc_steps(self, steps: int) -> None:
+        self.grad_acc_steps = steps
 
     def forward_module(self) -> Optional[flow.nn.Module]:
         """The module whose ``forward`` receives the batch (for the field-name check)."""
         return None
 
-    def place(self, batch: Any) -> Dict[str, Any]:
-        """Turn a loader batch into the keyword arguments of the model."""
-        if self.get_batch is not None:
-            inputs = self.get_batch(batch)
-        elif hasattr(batch, "to_global"):
-            if self.layout is None:
-                raise RuntimeError("the step runner has no layout to place the batch with; pass layout=")
-            inputs = batch.to_global(self.layout).get_fields()
-        elif isinstance(batch, Mapping):
-            inputs = dict(batch)
+    def place(self, batch: Any, get_batch: Optional[GetBatch] = None,
+              input_placement_device: Optional[str] = None) -> Dict[str, Any]:
+        """Turn a loader batch into the keyword arguments of the model: with ``get_batch``
+        (LiBai's ``get_batch(data, input_placement_device, mixup_func)``), else by this
+        runner's layout."""
+        if get_batch is not None:
+            with self.layout if self.layout is not None else contextlib.nullcontext():
+                inputs = get_batch(batch, input_placement_device, getattr(self.data_loader, "mixup_func", None))
         else:
-            raise TypeError(
-                f"cannot turn a batch of type {type(batch).__name__} into model inputs; yield "
-                "libai.data.Instance batches or pass get_batch="
-            )
+            inputs = place_batch(batch, self.layout, input_placement_device)
         if not self._fields_checked:
             check_fields_match(self.forward_module(), list(inputs))
             self._fields_checked = True
         return inputs
-
-    def write_metrics(self, loss_dict: Mapping[str, Any], data_time: float) -> None:
-        """Put the losses and data time into the current event storage.
-
-        Loss tensors are stored as they are (converted to numbers only when a writer reads
-        them), so logging does not force a device synchronisation every step.
-        """
-        storage = get_event_storage()
-        storage.put_scalar("data_time", data_time)
-        losses = {k: v for k, v in loss_dict.items() if "loss" in k}
-        local = {k: _scalar_for_logging(v) for k, v in losses.items()}
-        if len(local) > 1 or "total_loss" not in local:
-            total = None
-            for v in local.values():
-                total = v if total is None else total + v
-            storage.put_scalar("total_loss", total)
-        for k, v in local.items():
-            storage.put_scalar(k, v)
-
-
-def check_fields_match(module: Optional[flow.nn.Module], names: Sequence[str]) -> None:
-    """Fail early, listing both sides, when batch field names do not fit ``module.forward``."""
-    if module is None:
-        return
-    params = inspect.signature(module.forward).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return
-    accepted = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                       inspect.Parameter.KEYWORD_ONLY)]
-    required = [p.name for p in params if p.default is inspect.Parameter.empty
-                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
-    unknown = [n for n in names if n not in accepted]
-    missing = [n for n in required if n not in names]
-    if unknown or missing:
-        raise TypeError(
-            f"the batch fields {list(names)} do not match {type(module).__name__}.forward"
-            f"({', '.join(accepted)}): "
-            + (f"no argument for {unknown}" if unknown else "")
-            + ("; " if unknown and missing else "")
-            + (f"no field for required {missing}" if missing else "")
-            + ". The Dataset's Instance keyword names must equal forward's argument names."
-        )
 
 
 def _scalar_for_logging(value: Any) -> Any:
@@ -347,7 +431,11 @@ class EagerTrainer(_StepRunner):
 
     With ``grad_acc_steps > 1`` the loader's batch (``micro × grad_acc_steps`` samples per
     data-parallel rank) is split into micro-batches whose gradients accumulate before one update;
-    the losses logged are the average over the micro-batches.
+    the losses logged are the average over the micro-batches (``grad_acc_steps=None``: as many
+    as the ``DefaultTrainer`` holding this runner resolved). The update is made by
+    ``optimizer_step`` (AMP, accumulation, clipping, skipping non-finite steps); a runner built
+    without one gets a plain one, which ``DefaultTrainer`` replaces with its configured one when
+    both drive the same optimizer with the same accumulation.
     """
 
     def __init__(
@@ -355,34 +443,54 @@ class EagerTrainer(_StepRunner):
         model: flow.nn.Module,
         data_loader: Iterable,
         optimizer: flow.optim.Optimizer,
-        grad_acc_steps: int = 1,
+        grad_acc_steps: Optional[int] = 1,
         optimizer_step: Optional[OptimizerStep] = None,
         layout: Optional[dist.ParallelLayout] = None,
-        get_batch: Optional[Callable[[Any], Dict[str, Any]]] = None,
     ) -> None:
-        super().__init__(data_loader, layout=layout, get_batch=get_batch)
+        super().__init__(data_loader, layout=layout)
         model.train()
         self.model = model
         self.optimizer = optimizer
+        self._grad_acc_from_owner = grad_acc_steps is None and optimizer_step is None
+        if grad_acc_steps is None:
+            grad_acc_steps = optimizer_step.grad_acc_steps if optimizer_step is not None else 1
         self.grad_acc_steps = int(grad_acc_steps)
-        self.optimizer_step = optimizer_step or OptimizerStep(optimizer, grad_acc_steps=grad_acc_steps)
+        self._default_optimizer_step = optimizer_step is None
+        self.optimizer_step = optimizer_step or OptimizerStep(optimizer, grad_acc_steps=self.grad_acc_steps)
         if self.optimizer_step.grad_acc_steps != self.grad_acc_steps:
             raise ValueError(
                 f"grad_acc_steps ({self.grad_acc_steps}) differs from the OptimizerStep's "
                 f"({self.optimizer_step.grad_acc_steps})"
             )
 
+    def connect(self, owner: TrainerBase) -> None:
+        """Also take ``owner``'s configured :class:`OptimizerStep` in place of the plain one
+        this runner made for itself, when it updates the same optimizer the same way."""
+        super().connect(owner)
+        step = getattr(owner, "optimizer_step", None)
+        if (self._default_optimizer_step and isinstance(step, OptimizerStep)
+                and step.optimizer is self.optimizer and step.grad_acc_steps == self.grad_acc_steps):
+            self.optimizer_step = step
+            self._default_optimizer_step = False
+
+    def _set_grad_acc_steps(self, steps: int) -> None:
+        super()._set_grad_acc_steps(steps)
+        if self._default_optimizer_step:
+            self.optimizer_step = OptimizerStep(self.optimizer, grad_acc_steps=steps)
+
     def forward_module(self) -> Optional[flow.nn.Module]:
         return self.model
 
-    def run_step(self) -> None:
+    def run_step(self, get_batch: Optional[GetBatch] = None, input_placement_device: Optional[str] = None) -> None:
+        """One update: a loader batch, split into ``grad_acc_steps`` micro-batches, each placed
+        (by ``get_batch`` when given), forward and backward; then the optimizer step."""
         start = time.perf_counter()
         batch = self.next_batch()
         data_time = time.perf_counter() - start
-        micro_batches = _split_batch(batch, self.grad_acc_steps)
+        micro_batches = split_batch(batch, self.grad_acc_steps)
         summed: Dict[str, Any] = {}
         for micro in micro_batches:
-            inputs = self.place(micro)
+            inputs = self.place(micro, get_batch, input_placement_device)
             with self.optimizer_step.autocast():
                 outputs = self.model(**inputs)
             loss = sum_losses(outputs)
@@ -397,64 +505,38 @@ class EagerTrainer(_StepRunner):
         self.write_metrics({k: v / n for k, v in summed.items()} if n > 1 else summed, data_time)
 
 
-def _split_batch(batch: Any, parts: int) -> List[Any]:
-    """Split an Instance batch into ``parts`` equal micro-batches along the batch dim."""
-    if parts == 1:
-        return [batch]
-    from libai.data.structures import DistTensorData, Instance
-
-    if not isinstance(batch, Instance):
-        raise TypeError("gradient accumulation in eager mode needs Instance batches to split")
-    size = batch.batch_size()
-    if size is None or size % parts != 0:
-        raise ValueError(
-            f"a batch of {size} samples cannot be split into {parts} equal micro-batches; the "
-            "loader must yield train_micro_batch_size × num_accumulation_steps samples per rank"
-        )
-    step = size // parts
-    out = []
-    for i in range(parts):
-        micro = Instance()
-        for name, value in batch.get_fields().items():
-            if isinstance(value, DistTensorData):
-                micro.set(name, DistTensorData(value.tensor[i * step:(i + 1) * step], value.sbp_list, value.placement_idx))
-            elif isinstance(value, flow.Tensor):
-                micro.set(name, value[i * step:(i + 1) * step])
-            elif isinstance(value, list):
-                micro.set(name, value[i * step:(i + 1) * step])
-            else:
-                micro.set(name, value)
-        out.append(micro)
-    return out
-
-
 class GraphTrainer(_StepRunner):
     """Static-graph steps: the compiled ``nn.Graph`` runs forward, backward and the update.
 
     ``graph`` is a training graph (see :class:`libai.engine.graph.GraphBase`) whose call
     returns the model's loss dict. Gradient accumulation, AMP and clipping are configured in
-    the graph by the same :class:`OptimizerStep` the Eager path uses.
+    the graph by the same :class:`OptimizerStep` the Eager path uses, and the loader yields
+    the whole step (``micro × grad_acc_steps`` samples per rank), so one batch is one call;
+    ``grad_acc_steps`` is kept for code that reads it (``None``: what the trainer resolved).
     """
 
     def __init__(
         self,
         graph: flow.nn.Graph,
         data_loader: Iterable,
+        grad_acc_steps: Optional[int] = 1,
         layout: Optional[dist.ParallelLayout] = None,
-        get_batch: Optional[Callable[[Any], Dict[str, Any]]] = None,
     ) -> None:
-        super().__init__(data_loader, layout=layout, get_batch=get_batch)
+        super().__init__(data_loader, layout=layout)
         self.graph = graph
+        self._grad_acc_from_owner = grad_acc_steps is None
+        self.grad_acc_steps = 1 if grad_acc_steps is None else int(grad_acc_steps)
 
     def forward_module(self) -> Optional[flow.nn.Module]:
         model = getattr(self.graph, "model", None)
         return model.to(flow.nn.Module) if model is not None and hasattr(model, "to") else None
 
-    def run_step(self) -> None:
+    def run_step(self, get_batch: Optional[GetBatch] = None, input_placement_device: Optional[str] = None) -> None:
+        """One call of the compiled step on the next loader batch."""
         start = time.perf_counter()
         batch = self.next_batch()
         data_time = time.perf_counter() - start
-        inputs = self.place(batch)
+        inputs = self.place(batch, get_batch, input_placement_device)
         loss_dict = self.graph(**inputs)
         self.hook_owner.after_backward()
         self.write_metrics(loss_dict, data_time)

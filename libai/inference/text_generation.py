@@ -27,8 +27,8 @@ class TextGenerationPipeline(BasePipeline):
         "GPT2LMHeadModel": "GPTForPreTraining",
         "GPT2Model": "GPTForPreTraining",
         "LlamaForCausalLM": "LlamaForCausalLM",
-        "T5ForConditionalGeneration": "T5ForConditionalGeneration",
-        "MT5ForConditionalGeneration": "T5ForConditionalGeneration",
+        "T5ForConditionalGeneration": "T5ForPreTraining",
+        "MT5ForConditionalGeneration": "T5ForPreTraining",
     }
     task = "text generation"
 

@@ -55,6 +55,8 @@ class GPTModel(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixi
 
     ``GPTModel.from_pretrained(hf_dir)`` builds and loads a Hugging Face GPT-2 checkpoint;
     ``model.save_pretrained(dir)`` writes one (see docs/pretrained_weights.md).
+    ``model.generate(input_ids, max_new_tokens=...)`` continues prompts with Hugging Face's
+    semantics over a key/value cache (see docs/generate_and_predict.md).
     """
 
     @configurable

@@ -46,6 +46,10 @@ from libai.utils.checkpoint_files import (
     verify_checkpoint,
     weights_kind,
 )
+from libai.utils.checkpoint_messages import (  # noqa: F401  (LiBai's names, re-exported)
+    get_missing_parameters_message,
+    get_unexpected_parameters_message,
+)
 from libai.utils.rng import RNGState  # re-exported: its home is libai.utils.rng
 
 logger = logging.getLogger(__name__)
@@ -56,6 +60,8 @@ __all__ = [
     "LoadReport",
     "RNGState",
     "checkpoint_name",
+    "get_missing_parameters_message",
+    "get_unexpected_parameters_message",
     "keep_last_checkpoints",
     "verify_checkpoint",
 ]

@@ -15,6 +15,27 @@ whose placement is 1-D (see :attr:`ParallelLayout.placement_axes`).
 When the run is a single process, the layout is *local*: tensors stay ordinary local tensors on
 the configured device, with no global-tensor overhead. That is the only place the decision is
 made; layers and data ask :attr:`ParallelLayout.is_global` through the helpers below.
+
+LiBai's functions, mapped onto the layout. LiBai keeps one mutable global "dist util", set by
+``setup_dist_util(cfg.train.dist)`` and read by every layer. Here:
+
+- ``setup_dist_util(cfg)`` builds ``ParallelLayout.from_config(cfg)`` and makes it the *process
+  layout*: what :func:`current_layout` answers when no layout is entered (an entered layout
+  always wins). It writes the resolved sizes back into ``cfg`` as LiBai does.
+- ``get_dist_util()`` returns the current layout, which carries LiBai's attribute names
+  (``data_parallel_size``, ``tensor_parallel_size``, ``pipeline_parallel_size``,
+  ``model_parallel_size``, ``world_size``, ``num_nodes``, ``num_gpus_per_node``, ``device_type``,
+  ``parallel_hierarchy``, ``get_layer_ranks``, ``get_layer_stage_id``, ``is_*_parallel``); with
+  no layout at all it sets up a one-process layout with a warning, as LiBai does.
+- ``set_device_type`` replaces the layout in use by a copy on the new device (layouts are values).
+- ``get_layer_placement``, ``get_nd_sbp``, ``get_hidden_sbp``, the sizes and the data-parallel
+  rank read :func:`current_layout`; ``reset_layouts()`` forgets everything (for tests).
+
+Deliberate differences: sizes that do not fit the launch are an error (LiBai clamps tensor and
+pipeline sizes and re-derives the data-parallel size); nd-SBP lists follow our placements, which
+are a ``(dp, tp)`` grid except under pure data parallelism, so ``get_nd_sbp`` returns two entries
+where LiBai returns one for a single device or pure tensor parallelism; ``ttol`` without
+``ranks`` gives every rank the full value (LiBai only the ranks of the tensor's placement).
 """
 import contextlib
 import logging
@@ -171,14 +192,7 @@ class ParallelLayout:
                 f"process(es). Launch {dp * tp * pp} processes (--nproc_per_node × --nnodes) or "
                 f"change the sizes so that their product is {world_size}."
             )
-        device_type = get("device_type", None) or default_device_type()
-        if device_type not in ("cpu", "cuda"):
-            raise ValueError(f"train.dist.device_type must be 'cpu' or 'cuda', got {device_type!r}")
-        if device_type == "cuda" and not flow.cuda.is_available():
-            raise RuntimeError(
-                "train.dist.device_type='cuda' but OneFlow sees no GPU on this machine; "
-                "set train.dist.device_type=cpu (or leave it unset to use what the machine has)"
-            )
+        device_type = _checked_device_type(get("device_type", None) or default_device_type())
         num_layers = get("pipeline_num_layers", None)
         custom = get("custom_pipeline_stage_id", None)
         custom = tuple(int(s) for s in custom) if custom is not None else None
@@ -204,10 +218,31 @@ class ParallelLayout:
         _LAYOUT_STACK.pop()
 
     # ----------------------------------------------------------------- LiBai's attribute names
+    # What LiBai's ``get_dist_util()`` object offers, so code reading it runs unchanged.
     @property
     def model_parallel_size(self) -> int:
-        """Ranks of one data-parallel replica (tensor × pipeline), as LiBai's dist util names it."""
-        return self.tensor_parallel_size * self.pipeline_parallel_size
+        """LiBai's ``dist_util.model_parallel_size``, which is the *tensor* parallel size (LiBai
+        uses it to find the data-parallel rank as ``(rank // tp) % dp``)."""
+        return self.tensor_parallel_size
+
+    @property
+    def num_nodes(self) -> int:
+        """Machines of the run, as OneFlow counts them (1 for a layout made for another world
+        size than the launched one, e.g. in a test)."""
+        return get_num_nodes() if self.world_size == get_world_size() else 1
+
+    @property
+    def num_gpus_per_node(self) -> int:
+        """Processes per machine, LiBai's name (one process per device, GPU or not)."""
+        return self.world_size // self.num_nodes
+
+    @property
+    def parallel_hierarchy(self) -> Optional[Tuple[int, int]]:
+        """``(dp, tp)`` when both data and tensor parallelism are on, else ``None`` (LiBai's value;
+        our placements' shape is :meth:`stage_ranks`)."""
+        if self.is_data_model_parallel():
+            return (self.data_parallel_size, self.tensor_parallel_size)
+        return None
 
     def is_tensor_model_parallel(self) -> bool:
         return self.tensor_parallel_size > 1
@@ -218,11 +253,26 @@ class ParallelLayout:
     def is_pipeline_model_parallel(self) -> bool:
         return self.pipeline_parallel_size > 1
 
+    def is_data_model_parallel(self) -> bool:
+        return self.is_tensor_model_parallel() and self.is_data_parallel()
+
     def get_layer_stage_id(self, layer_idx: int) -> int:
         return self.layer_stage(layer_idx)
 
     def get_layer_ranks(self, layer_idx: int) -> List[Any]:
+        """Ranks of the placement of layer ``layer_idx``, shaped as our placements are (see
+        :meth:`stage_ranks`)."""
         return self.stage_ranks(self.layer_stage(layer_idx))
+
+    def set_device_type(self, device_type: str) -> None:
+        """LiBai's ``get_dist_util().set_device_type(...)``. A layout is a value, so this replaces
+        the layout in use by a copy on ``device_type``; only the layout in use can do that."""
+        if not has_layout() or current_layout() is not self:
+            raise RuntimeError(
+                "set_device_type() changes the layout in use, and this layout is not it; build the "
+                "layout you need with dataclasses.replace(layout, device_type=...) instead"
+            )
+        set_device_type(device_type)
 
     # ----------------------------------------------------------------- queries
     @property
@@ -375,6 +425,18 @@ class ParallelLayout:
         return stage % pp
 
 
+def _checked_device_type(device_type: str) -> str:
+    """``device_type`` if this machine can run it; an error naming the fix otherwise."""
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(f"train.dist.device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    if device_type == "cuda" and not flow.cuda.is_available():
+        raise RuntimeError(
+            "train.dist.device_type='cuda' but OneFlow sees no GPU on this machine; "
+            "set train.dist.device_type=cpu (or leave it unset to use what the machine has)"
+        )
+    return device_type
+
+
 def _cfg_get(cfg: Any, key: str, default: Any) -> Any:
     if cfg is None:
         return default
@@ -466,12 +528,15 @@ def reset_layouts() -> None:
 # LiBai-style module functions, answered by the current layout
 # ---------------------------------------------------------------------------------------------
 def get_layer_placement(layer_idx: int, device_type: Optional[str] = None) -> flow.placement:
-    """Placement of the stage holding ``layer_idx`` under the current layout."""
+    """Placement of the stage holding ``layer_idx`` under the current layout, on the layout's
+    device type or ``device_type``; ``"cuda"`` on a machine without a GPU means ``"cpu"``, as
+    in LiBai."""
     layout = current_layout()
-    placement = layout.layer_placement(layer_idx)
-    if device_type is not None and device_type != layout.device_type:
-        placement = flow.placement(device_type, ranks=layout.stage_ranks(layout.layer_stage(layer_idx)))
-    return placement
+    if device_type == "cuda" and not flow.cuda.is_available():
+        device_type = "cpu"
+    if device_type is None or device_type == layout.device_type:
+        return layout.layer_placement(layer_idx)
+    return flow.placement(device_type, ranks=layout.get_layer_ranks(layer_idx))
 
 
 def get_nd_sbp(sbp_list: Sequence[Any]) -> List[Any]:
@@ -505,39 +570,61 @@ def get_tensor_parallel_rank() -> int:
     return current_layout().tensor_parallel_rank
 
 
-def convert_to_distributed_default_setting(module: flow.nn.Module) -> flow.nn.Module:
-    """Place a plain (non-libai) module's parameters on stage 0, broadcast.
+def convert_to_distributed_default_setting(obj: Any) -> Any:
+    """Place a tensor or a plain (non-libai) module where the layout puts unsplit values:
+    stage 0, broadcast.
 
-    Under a local layout the module is moved to the device. Parameters already global are left
-    as they are (libai layers place themselves).
+    LiBai applies it to tensors (``model._apply(dist.convert_to_distributed_default_setting)``,
+    or an input batch); a module is accepted too. A local tensor is taken as the full value
+    (every rank holds the same); a global one keeps its ranks and moves to the layout's device
+    type. Under a local layout everything is only moved to the device. Parameters already global
+    are left as they are (libai layers place themselves).
     """
     layout = current_layout()
+    if isinstance(obj, flow.nn.Module):
+        if not layout.is_global:
+            return obj.to(layout.device)
+        for param in obj.parameters():
+            if not param.is_global:
+                obj.to_global(placement=layout.stage_placement(0), sbp=layout.nd_sbp())
+                break
+        return obj
     if not layout.is_global:
-        return module.to(layout.device)
-    placement = layout.stage_placement(0)
-    sbp = layout.nd_sbp()
-    for param in module.parameters():
-        if not param.is_global:
-            module.to_global(placement=placement, sbp=sbp)
-            break
-    return module
+        return obj if obj.device == layout.device else obj.to(layout.device)
+    if not obj.is_global:
+        return obj.to(layout.device).to_global(placement=layout.stage_placement(0), sbp=layout.nd_sbp())
+    return obj.to_global(placement=flow.placement(layout.device_type, ranks=obj.placement.ranks))
 
 
-def ttol(tensor: flow.Tensor, pure_local: bool = False) -> flow.Tensor:
-    """Global → local: the full value on every rank of the world (``pure_local`` keeps only
+def ttol(
+    tensor: flow.Tensor, pure_local: bool = False, device: str = "cuda", ranks: Optional[Sequence[Any]] = None
+) -> flow.Tensor:
+    """Global → local: the full value, on every rank of the world (``pure_local`` keeps only
     this rank's piece). A tensor on a pipeline stage that excludes this rank is broadcast to all
-    ranks first, so every process can read it. Local tensors pass through."""
+    ranks first, so every process can read it. With ``ranks`` (LiBai's argument) the value is
+    gathered on those ranks of ``device`` only (``"cuda"`` means ``"cpu"`` without a GPU), and
+    the other ranks get an empty tensor. Local tensors pass through."""
     if not tensor.is_global:
         return tensor
+    if ranks:
+        if device == "cuda" and not flow.cuda.is_available():
+            device = "cpu"
+        placement = flow.placement(device, ranks=ranks)
+        if pure_local:
+            return tensor.to_global(placement=placement).to_local()
+        sbp = [flow.sbp.broadcast] * placement.ranks.ndim
+        return tensor.to_global(placement=placement, sbp=sbp).to_local()
     if pure_local:
         return tensor.to_local()
     everyone = flow.placement(tensor.placement.type, ranks=list(range(get_world_size())))
     return tensor.to_global(placement=everyone, sbp=flow.sbp.broadcast).to_local()
 
 
-def tton(tensor: flow.Tensor, pure_local: bool = False) -> Any:
-    """Tensor → NumPy array of its full value (see :func:`ttol`)."""
-    return ttol(tensor, pure_local=pure_local).numpy()
+def tton(tensor: flow.Tensor, local_only: bool = False, ranks: Optional[Sequence[Any]] = None) -> Any:
+    """Tensor → NumPy array of its full value (``local_only``: this rank's piece; ``ranks``: see
+    :func:`ttol`)."""
+    return ttol(tensor, pure_local=local_only, device=tensor.placement.type if tensor.is_global else "cpu",
+                ranks=ranks).numpy()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -547,10 +634,38 @@ def tton(tensor: flow.Tensor, pure_local: bool = False) -> Any:
 # ``get_dist_util()`` returns that layout, which carries LiBai's attribute names.
 # ---------------------------------------------------------------------------------------------
 def setup_dist_util(cfg: Any) -> ParallelLayout:
-    """LiBai's ``setup_dist_util(cfg.train.dist)``: make the layout of ``cfg`` the process layout."""
+    """LiBai's ``setup_dist_util(cfg.train.dist)``: make the layout of ``cfg`` the process layout.
+
+    The sizes are resolved by :meth:`ParallelLayout.from_config` (a size that does not fit the
+    launch is an error; LiBai would silently re-derive it). As in LiBai, the resolved sizes and
+    node counts are written back into ``cfg`` when it is a writable dict or config, so code that
+    reads ``cfg.train.dist.data_parallel_size`` afterwards sees the real value.
+    """
     global _PROCESS_LAYOUT
     _PROCESS_LAYOUT = ParallelLayout.from_config(cfg)
+    _write_back(cfg, _PROCESS_LAYOUT)
     return _PROCESS_LAYOUT
+
+
+def _write_back(cfg: Any, layout: ParallelLayout) -> None:
+    """Store the resolved sizes into ``cfg`` (LiBai's side effect); silently skipped for
+    read-only configs and for objects that are not mappings."""
+    resolved = {
+        "data_parallel_size": layout.data_parallel_size,
+        "tensor_parallel_size": layout.tensor_parallel_size,
+        "pipeline_parallel_size": layout.pipeline_parallel_size,
+        "num_nodes": layout.num_nodes,
+        "num_gpus_per_node": layout.num_gpus_per_node,
+    }
+    if isinstance(cfg, dict):
+        cfg.update(resolved)
+        return
+    from omegaconf import DictConfig, OmegaConf, open_dict
+
+    if isinstance(cfg, DictConfig) and not OmegaConf.is_readonly(cfg):
+        with open_dict(cfg):
+            for key, value in resolved.items():
+                cfg[key] = value
 
 
 def get_dist_util() -> ParallelLayout:
@@ -566,10 +681,12 @@ def get_dist_util() -> ParallelLayout:
 
 
 def set_device_type(device_type: str) -> None:
-    """Switch the layout in use (entered and process layout) to ``device_type``."""
+    """Switch the layout in use (the innermost entered one, else the process layout) to
+    ``device_type``, checked as ``train.dist.device_type`` is."""
     global _PROCESS_LAYOUT
     import dataclasses
 
+    _checked_device_type(device_type)
     if _LAYOUT_STACK:
         _LAYOUT_STACK[-1] = dataclasses.replace(_LAYOUT_STACK[-1], device_type=device_type)
     else:

@@ -152,7 +152,8 @@ class RunLock:
             except OSError as e:
                 if e.errno not in (errno.EAGAIN, errno.EACCES):
                     os.close(fd)
-                    raise
+                    raise OSError(e.errno, f"cannot lock {self.path} ({e.strerror}): its file system does "
+                                           "not support flock; put train.output_dir on one that does") from e
                 previous = _parse(_read_all(fd))
                 os.close(fd)
                 raise self._refusal(previous, "it is running") from None
@@ -245,13 +246,15 @@ def hold_output_dir(output_dir: str, command: Optional[Sequence[str]] = None) ->
         lock = RunLock(output_dir, command)
         try:
             lock.acquire()
-        except (OutputDirInUse, OSError) as e:
+        except Exception as e:  # every rank must hear of it, whatever it is
             failure, lock = e, None
     if dist.get_world_size() > 1:
         outcome = dist.broadcast_py_object(None if failure is None else (type(failure), str(failure)))
+        # Rank 0 may still be finishing the broadcast when the others have their copy; a rank that
+        # raised and exited at once could leave it there (and its own message unprinted).
+        dist.synchronize()
         if outcome is not None and failure is None:
-            kind, message = outcome
-            failure = kind(f"rank 0 refused the run: {message}")
+            failure = _same_error(*outcome, prefix="rank 0 refused the run: ")
     if failure is not None:
         raise failure
     try:
@@ -259,3 +262,11 @@ def hold_output_dir(output_dir: str, command: Optional[Sequence[str]] = None) ->
     finally:
         if lock is not None:
             lock.release()
+
+
+def _same_error(kind: type, message: str, prefix: str) -> BaseException:
+    """An exception of rank 0's type (or a RuntimeError, if that type needs more arguments)."""
+    try:
+        return kind(prefix + message)
+    except Exception:
+        return RuntimeError(f"{prefix}{kind.__name__}: {message}")

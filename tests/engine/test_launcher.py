@@ -27,6 +27,7 @@ from typing import Dict, Iterator, List, Optional
 
 import pytest
 
+from libai.engine.hooks import PreemptionHandler
 from libai.launch import KILL_GRACE_SECONDS
 from libai.utils.run_lock import LOCK_NAME, RunLock
 from libai.utils.testing import free_port
@@ -36,7 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "launch_probe.py")
 TRAIN_NET = os.path.join(REPO, "tools", "train_net.py")
 PROBE_CONFIG = os.path.join(REPO, "tests", "parallel", "probe_config.py")
-ITERS = 40  # the ranks agree on a stop every 10 iterations (PreemptionHandler.check_period)
+ITERS = 50  # the ranks agree on a stop every 10 iterations (PreemptionHandler.check_period)
+SLOW_STEP = 0.5  # P's step time: ITERS of them leave S 25 s to start and be refused while P lives
 
 
 def launcher(*args: str, module: str = "libai.launch", nproc: int = 2) -> List[str]:
@@ -44,10 +46,27 @@ def launcher(*args: str, module: str = "libai.launch", nproc: int = 2) -> List[s
             "--master_port", str(free_port()), *args]
 
 
-def start(cmd: List[str], log: str) -> subprocess.Popen:
+_STARTED: List[subprocess.Popen] = []
+
+
+def start_launch(cmd: List[str], log: str) -> subprocess.Popen:
     """Start a launch in its own session with its output in ``log`` (no pipe to keep drained)."""
     with open(log, "w") as out:
-        return subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    _STARTED.append(proc)
+    return proc
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _end_leftover_launches():
+    """A launch that a failed test or fixture left running is ended at the end of the module
+    (its ranks die with the launcher)."""
+    yield
+    for proc in _STARTED:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    _STARTED.clear()
 
 
 def read(path: str) -> str:
@@ -136,20 +155,32 @@ def test_ranks_get_the_environment_oneflow_launch_gives_them(tmp_path):
     port = str(free_port())
     for module, out in (("libai.launch", ours), ("oneflow.distributed.launch", theirs)):
         cmd = [sys.executable, "-m", module, "--nproc_per_node", "2", "--nnodes", "2", "--node_rank", "1",
-               "--master_addr", "127.0.0.2", "--master_port", port, PROBE, "env", out]
+               "--master_addr", "127.0.0.2", "--master_port", port, "--redirect_stdout_and_stderr",
+               "--logdir", "logs", PROBE, "env", out]
         env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
         proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        if module == "libai.launch":  # each rank's output went to the files OneFlow's launcher uses
+            assert sorted(os.listdir(tmp_path / "logs")) == ["local_rank_0", "local_rank_1"]
+            assert sorted(os.listdir(tmp_path / "logs" / "local_rank_1")) == ["stderr", "stdout"]
     for rank in (2, 3):
         mine, reference = json.loads(read(f"{ours}.rank{rank}")), json.loads(read(f"{theirs}.rank{rank}"))
         assert mine == reference
         assert mine["RANK"] == str(rank) and mine["LOCAL_RANK"] == str(rank - 2) and mine["WORLD_SIZE"] == "4"
 
 
+def test_the_launcher_runs_without_loading_oneflow():
+    """It only reads OneFlow's launch script: no OneFlow runtime in the launcher process."""
+    code = ("import sys, libai.launch as l; a = l.parse_args(['--nproc_per_node', '3', 'x.py', '--y']); "
+            "print('oneflow' in sys.modules, a.nproc_per_node, a.master_port, l.rank_command(a)[-2:])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split("\n")[0] == "False 3 29500 ['x.py', '--y']", out.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1])
 def test_a_signal_to_the_launcher_reaches_every_rank_once_and_the_launch_exits_0(tmp_path, sig):
     out = str(tmp_path / "probe")
-    proc = start(launcher(PROBE, "wait", out), str(tmp_path / "log"))
+    proc = start_launch(launcher(PROBE, "wait", out), str(tmp_path / "log"))
     pids = [int(wait_for(lambda r=r: os.path.exists(f"{out}.rank{r}.pid") and read(f"{out}.rank{r}.pid"),
                          20, f"rank {r} start", proc)) for r in (0, 1)]
     assert descendants(proc.pid) == sorted(pids)
@@ -164,7 +195,7 @@ def test_a_signal_to_the_launcher_reaches_every_rank_once_and_the_launch_exits_0
 
 def test_a_failed_rank_ends_the_others_and_its_status_is_the_launchers(tmp_path):
     out = str(tmp_path / "probe")
-    proc = start(launcher(PROBE, "fail", out, "1", "3"), str(tmp_path / "log"))
+    proc = start_launch(launcher(PROBE, "fail", out, "1", "3"), str(tmp_path / "log"))
     pid0 = int(wait_for(lambda: os.path.exists(f"{out}.rank0.pid") and read(f"{out}.rank0.pid"), 20, "start", proc))
     took = finish(proc, 30)
     assert proc.returncode == 3, read(str(tmp_path / "log"))
@@ -176,7 +207,7 @@ def test_a_failed_rank_ends_the_others_and_its_status_is_the_launchers(tmp_path)
 
 def test_a_second_signal_kills_ranks_that_do_not_stop(tmp_path):
     out = str(tmp_path / "probe")
-    proc = start(launcher(PROBE, "fail", out, "-1", "0"), str(tmp_path / "log"))  # no rank fails; all ignore SIGTERM
+    proc = start_launch(launcher(PROBE, "fail", out, "-1", "0"), str(tmp_path / "log"))  # no rank fails; all ignore SIGTERM
     pids = [int(wait_for(lambda r=r: os.path.exists(f"{out}.rank{r}.pid") and read(f"{out}.rank{r}.pid"),
                          20, f"rank {r} start", proc)) for r in (0, 1)]
     proc.send_signal(signal.SIGTERM)
@@ -190,12 +221,32 @@ def test_a_second_signal_kills_ranks_that_do_not_stop(tmp_path):
 
 def test_no_rank_outlives_a_sigkilled_launcher(tmp_path):
     out = str(tmp_path / "probe")
-    proc = start(launcher(PROBE, "wait", out), str(tmp_path / "log"))
+    proc = start_launch(launcher(PROBE, "wait", out), str(tmp_path / "log"))
     pids = [int(wait_for(lambda r=r: os.path.exists(f"{out}.rank{r}.pid") and read(f"{out}.rank{r}.pid"),
                          20, f"rank {r} start", proc)) for r in (0, 1)]
     proc.kill()
     proc.wait()
     wait_for(lambda: not any(running(pid) for pid in pids), 5, "the ranks' death with the launcher")
+
+
+def test_a_rank_takes_one_signal_delivered_twice_as_one_request_and_a_later_repeat_as_stop_now():
+    """What a rank's PreemptionHandler does with a forwarded signal that the scheduler also sent
+    it directly (Slurm signals every process at a time limit): no second-signal kill."""
+    handler = PreemptionHandler()
+    handler.REPEAT_WINDOW_SECONDS = 0.3
+    handler.before_train()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # the same request again: still only a request
+        time.sleep(0.01)
+        assert handler._received == signal.SIGINT and handler._anyone_received()
+        time.sleep(0.35)
+        with pytest.raises(KeyboardInterrupt):  # a later repeat: Python's own Ctrl-C behaviour
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+    finally:
+        handler.after_train()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 # ------------------------------------------------------------------------------------------
@@ -213,13 +264,16 @@ def _iterations_seen(log: str) -> List[int]:
 
 @pytest.fixture(scope="module")
 def runs(digits_dir, tmp_path_factory) -> Dict[str, dict]:
+    """The launches of the module docstring, in order; what the tests look at."""
     tmp = str(tmp_path_factory.mktemp("launcher"))
+    start = start_launch
+
     path = lambda name: os.path.join(tmp, name)  # noqa: E731
     res: Dict[str, dict] = {name: {"log": path(name + ".log")} for name in "PSRKB"}
     p_out = path("preempted")
 
     # 1. P trains slowly (0.5 s a step) so that S can start and be refused while P lives.
-    p = start(launcher(TRAIN_NET, *_train_args(digits_dir, p_out, path("cut"), **{"model.step_seconds": 0.5})),
+    p = start(launcher(TRAIN_NET, *_train_args(digits_dir, p_out, path("cut"), **{"model.step_seconds": SLOW_STEP})),
               res["P"]["log"])
     wait_for(lambda: _iterations_seen(res["P"]["log"]), 120, "P's first iteration", p, res["P"]["log"])
     res["P"]["pids"] = descendants(p.pid)
@@ -278,12 +332,12 @@ def test_a_second_run_into_a_live_runs_output_dir_is_refused_naming_the_holder(r
     assert holder["pid"] == p["rank0"]  # rank 0 holds the lock
     assert f"belongs to another run (it is running): pid {holder['pid']} on host {holder['host']}" in output
     assert "train.output_dir=/a/new/dir" in output
-    # both of S's ranks refused (rank 1 learned it from rank 0), neither trained
-    assert output.count("OutputDirInUse") >= 2 and "rank 0 refused the run" in output
-    assert "iter: " not in output
+    # refused before training (that every rank refuses by itself: tests/utils/test_run_lock.py)
+    assert "OutputDirInUse" in output and "iter: " not in output
     # P's files are untouched: its config (S's seed would show), its lock, its log
     assert p["config_after_S"] == p["config"] and p["lock_after_S"] == holder
-    assert "4321" not in read(os.path.join(p["out"], "log.txt"))
+    log = read(os.path.join(p["out"], "log.txt"))
+    assert "train.seed=4321" not in log and "-> 4321" not in log  # S's command line / settings diff
 
 
 def test_sigterm_to_the_launcher_saves_one_checkpoint_and_leaves_no_process(runs):
@@ -291,6 +345,7 @@ def test_sigterm_to_the_launcher_saves_one_checkpoint_and_leaves_no_process(runs
     output = read(p["log"])
     assert p["returncode"] == 0, output[-3000:]
     assert p["seconds"] < 60 and p["left"] == []
+    assert p["stops"], f"P ended before it was signalled: S took {runs['S']['seconds']:.0f} s to be refused"
     assert len(p["stops"]) == 2 and len(set(p["stops"])) == 1, p["stops"]  # both ranks, one iteration
     last = p["last"]
     # the first iteration where the ranks compare notes after the signal

@@ -59,3 +59,34 @@ def test_build_graph_for_training_needs_optimizer_and_scheduler(cfg):
     model = build_model(cfg.model)
     with pytest.raises(ValueError, match="needs the optimizer and the lr_scheduler"):
         build_graph(cfg, model, is_train=True)
+
+
+def test_build_model_sets_up_a_one_process_layout_when_none_is_set():
+    dist.reset_layouts()
+    c = LazyConfig.load(CFG)
+    c.model.cfg.update(hidden_layers=1, hidden_size=16, intermediate_size=32)
+    model = build_model(c.model)
+    assert dist.has_layout() and dist.get_dist_util().world_size == 1
+    assert isinstance(model, flow.nn.Module)
+    dist.reset_layouts()
+
+
+def test_build_graph_takes_libais_graph_settings(cfg):
+    model = build_model(cfg.model)
+    # LiBai's configs carry both switched off: they must build.
+    cfg.graph.global_mode = dict(enabled=False)
+    cfg.graph.auto_parallel = dict(enabled=False, trunk_algo=True)
+    assert isinstance(build_graph(cfg, model, is_train=False), flow.nn.Graph)
+    cfg.graph.global_mode = dict(enabled=True)
+    with pytest.raises(Exception, match="global_mode needs a newer OneFlow"):
+        build_graph(cfg, model, is_train=False)
+
+
+def test_importing_libai_models_does_not_load_the_engine():
+    import subprocess
+    import sys
+
+    code = "import sys, libai.models; print('libai.engine' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

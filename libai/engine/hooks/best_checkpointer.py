@@ -12,8 +12,10 @@ logger = logging.getLogger(__name__)
 class BestCheckpointer(HookBase):
     """After each evaluation, saves ``model_best`` when ``val_metric`` improved.
 
-    Place it after :class:`EvalHook`: it reads the metric the evaluation just put into the
-    event storage. ``mode`` is ``"max"`` (accuracy) or ``"min"`` (perplexity, loss).
+    Place it after :class:`EvalHook`: it reacts to the results the evaluation publishes for
+    the iteration just evaluated (whenever one runs), so ``eval_period`` (LiBai's first
+    argument) is kept for reference only. ``mode`` is ``"max"`` (accuracy) or ``"min"``
+    (perplexity, loss).
     """
 
     def __init__(self, eval_period: int, checkpointer: Any, val_metric: str, mode: str = "max",
@@ -30,18 +32,16 @@ class BestCheckpointer(HookBase):
         self.best_iter: Optional[int] = None
 
     def _maybe_save(self) -> None:
-        if self.trainer.stop_reason is not None and not self.trainer.checkpoint_on_stop:
+        results = self.evaluation_results()
+        if results is None or self.weights_discarded():
             return
-        latest = self.trainer.storage.latest()
-        if self.val_metric not in latest:
-            names = sorted(k for k in latest if k not in ("time", "data_time", "lr"))
+        if self.val_metric not in results:
             logger.warning(
                 f"BestCheckpointer: metric {self.val_metric!r} was not reported by the evaluation; "
-                f"reported: {names}. Set train.evaluation.eval_metric to one of them."
+                f"reported: {sorted(results)}. Set train.evaluation.eval_metric to one of them."
             )
             return
-        value, metric_iter = latest[self.val_metric]
-        value = float(value)
+        value, metric_iter = float(results[self.val_metric]), self.trainer.latest_eval_iter
         if math.isnan(value):
             return
         if self.best_metric is None or self._better(value, self.best_metric):
@@ -54,13 +54,10 @@ class BestCheckpointer(HookBase):
             )
 
     def after_step(self) -> None:
-        nxt = self.trainer.iter + 1
-        if self.eval_period > 0 and nxt % self.eval_period == 0 and nxt != self.trainer.max_iter:
-            self._maybe_save()
+        self._maybe_save()
 
     def after_train(self) -> None:
-        if self.trainer.iter >= self.trainer.max_iter or self.trainer.stop_reason is not None:
-            self._maybe_save()
+        self._maybe_save()
 
     def state_dict(self) -> Dict[str, Any]:
         return {"best_metric": self.best_metric, "best_iter": self.best_iter}

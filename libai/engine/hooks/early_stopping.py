@@ -12,7 +12,9 @@ class EarlyStopping(HookBase):
     """After each evaluation, counts evaluations without improvement of ``val_metric``; after
     ``patience`` of them, asks the trainer to stop (a checkpoint is saved, ``after_train`` runs).
 
-    Place it after :class:`EvalHook`. ``min_delta`` is the smallest change that counts.
+    Place it after :class:`EvalHook`: it reacts to the results the evaluation publishes
+    (``eval_period`` is kept for reference). ``min_delta`` is the smallest change that counts.
+    The evaluation after the last iteration cannot stop anything and is not counted.
     """
 
     def __init__(self, eval_period: int, val_metric: str, mode: str = "max", patience: int = 5,
@@ -31,13 +33,10 @@ class EarlyStopping(HookBase):
         self.bad_evals = 0
 
     def after_step(self) -> None:
-        nxt = self.trainer.iter + 1
-        if self.eval_period <= 0 or nxt % self.eval_period != 0 or nxt == self.trainer.max_iter:
+        results = self.evaluation_results()
+        if results is None or self.val_metric not in results:
             return
-        latest = self.trainer.storage.latest()
-        if self.val_metric not in latest:
-            return
-        value = float(latest[self.val_metric][0])
+        value = float(results[self.val_metric])
         if self.best is None or self._better(value - self._sign * self.min_delta, self.best):
             self.best, self.bad_evals = value, 0
             return

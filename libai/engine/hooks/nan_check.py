@@ -75,7 +75,7 @@ class NaNLossHook(HookBase):
 
     def _enable_skipping(self) -> Any:
         """Switch on the step runner's check before the update; refuse Graph mode."""
-        runner = getattr(self.trainer, "_trainer", None) or self.trainer
+        runner = self.trainer.runner
         check_nan_action(self.action, isinstance(runner, GraphTrainer))
         step = getattr(runner, "optimizer_step", None)
         if step is None or not hasattr(step, "skip_nonfinite"):
@@ -92,22 +92,17 @@ class NaNLossHook(HookBase):
         if self.action == "skip":
             self._report_skip()
             return
-        if self._must_check(self.trainer.iter + 1):
+        if self._must_check():
             self._check_losses()
 
-    def _must_check(self, done: int) -> bool:
-        """Every ``period`` iterations, at the end, and before anything keeps the weights of this
+    def _must_check(self) -> bool:
+        """Every ``period`` iterations, at the end, and before any hook keeps the weights of this
         iteration (a periodic checkpoint, an evaluation that may save ``model_best``), so a NaN
         is never saved however long the period. Reading the losses is a device sync, which is
         why it is not done every step by default."""
-        if done % self.period == 0 or done >= self.trainer.max_iter:
+        if self.every_n_iters(self.period) or self.is_last_iter():
             return True
-        for name, attr in (("PeriodicCheckpointer", "period"), ("EvalHook", "_period")):
-            hook = self.trainer.get_hook(name)
-            every = getattr(hook, attr, 0) if hook is not None else 0
-            if every and done % every == 0:
-                return True
-        return False
+        return any(hook.keeps_weights() for hook in self.trainer.hooks if hook is not self)
 
     def _loss_history(self) -> Any:
         storage = self.trainer.storage

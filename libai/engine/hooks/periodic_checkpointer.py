@@ -32,17 +32,20 @@ class PeriodicCheckpointer(HookBase):
         if self.max_to_keep:
             self.checkpointer.keep_last(self.max_to_keep, prefix=f"{self.file_prefix}_")
 
+    def keeps_weights(self) -> bool:
+        return self.is_last_iter() or self.every_n_iters(self.period)
+
     def after_step(self) -> None:
         it = self.trainer.iter
-        if self.trainer.stop_reason is not None and not self.trainer.checkpoint_on_stop:
+        if self.weights_discarded():
             return  # this iteration's weights are not to be kept (e.g. a NaN loss)
-        if it + 1 >= self.trainer.max_iter:
+        if self.is_last_iter():
             self.save(f"{self.file_prefix}_final", it)
-        elif (it + 1) % self.period == 0:
+        elif self.every_n_iters(self.period):
             self.save(f"{self.file_prefix}_{it:07d}", it)
 
     def after_train(self) -> None:
         last = self.trainer.iter - 1
-        stopped = self.trainer.stop_reason is not None and self.trainer.checkpoint_on_stop
+        stopped = self.trainer.stop_reason is not None and not self.weights_discarded()
         if stopped and last >= self.trainer.start_iter and self._last_saved != last:
             self.save(f"{self.file_prefix}_{last:07d}", last)

@@ -13,8 +13,7 @@ class PeriodicWriter(HookBase):
         self._period = max(1, int(period))
 
     def after_step(self) -> None:
-        it = self.trainer.iter
-        if (it + 1) % self._period == 0 or it == self.trainer.max_iter - 1:
+        if self.every_n_iters(self._period) or self.is_last_iter():
             for writer in self._writers:
                 writer.write()
 

@@ -1,6 +1,7 @@
 """Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT / SIGUSR1)."""
 import logging
 import signal
+import time
 from typing import Any, Dict, Optional
 
 import oneflow as flow
@@ -17,23 +18,32 @@ class PreemptionHandler(HookBase):
     for ``--resume``.
 
     A scheduler that preempts a job sends SIGTERM; Ctrl-C sends SIGINT. A second signal of the
-    same kind while saving falls back to the default behaviour. In a multi-process run the flag
-    is combined across ranks every ``check_period`` iterations (a one-element all-reduce, which
-    costs a synchronisation, so not every step), so every rank stops at the same iteration even
-    when only one received the signal.
+    same kind while saving falls back to the default behaviour (e.g. a second Ctrl-C ends the
+    process), except within ``REPEAT_WINDOW_SECONDS`` of the first: that is one request
+    delivered twice, by ``python -m libai.launch`` and by a scheduler that signals every process
+    of the job (Slurm at a time limit). In a multi-process run the flag is combined across ranks
+    every ``check_period`` iterations (a one-element all-reduce, which costs a synchronisation,
+    so not every step), so every rank stops at the same iteration even when only one received
+    the signal.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+    REPEAT_WINDOW_SECONDS = 1.0
 
     def __init__(self, check_period: int = 10) -> None:
         self.check_period = max(1, int(check_period))
         self._received: Optional[int] = None
         self._previous: Dict[int, Any] = {}
+        self._first_at: Dict[int, float] = {}
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._received = signum
-        # A second signal gets the default behaviour (e.g. kill on a second Ctrl-C).
-        signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))
+        first = self._first_at.setdefault(signum, time.monotonic())
+        if time.monotonic() - first < self.REPEAT_WINDOW_SECONDS:
+            return  # the first signal, or the same request delivered twice
+        # A later repeat gets the default behaviour (e.g. kill on a second Ctrl-C).
+        signal.signal(signum, self._previous.get(signum) or signal.SIG_DFL)
+        signal.raise_signal(signum)
 
     def before_train(self) -> None:
         try:
@@ -46,8 +56,7 @@ class PreemptionHandler(HookBase):
     def _anyone_received(self) -> bool:
         if dist.get_world_size() == 1:
             return self._received is not None
-        it = self.trainer.iter
-        if (it + 1) % self.check_period != 0 and it + 1 < self.trainer.max_iter:
+        if not (self.every_n_iters(self.check_period) or self.is_last_iter()):
             return False
         flag = flow.tensor([1.0 if self._received is not None else 0.0])
         everyone = flow.placement(self.trainer.layout.device_type, ranks=list(range(dist.get_world_size())))
@@ -64,3 +73,4 @@ class PreemptionHandler(HookBase):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+        self._first_at.clear()

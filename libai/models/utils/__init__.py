@@ -1,4 +1,5 @@
-"""Model utilities: initialisers and LiBai's weight loaders; ``GraphBase`` by LiBai's name.
+"""Model utilities: initialisers, LiBai's weight loaders, ONNX export (``export_onnx``);
+``GraphBase`` by LiBai's name.
 
 ``GraphBase`` lives in the engine (:mod:`libai.engine.graph`: it is the compiled training step).
 LiBai configs import it from here, so this package hands it out on first use (module
@@ -25,10 +26,12 @@ from libai.models.utils.model_loader import (
     ViTLoaderHuggerFace,
     ViTLoaderLiBai,
 )
+from libai.models.utils.onnx_export import export_onnx
 from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
 
 __all__ = [
     "GraphBase",
+    "export_onnx",
     "init_method_normal",
     "scaled_init_method_normal",
     "ModelLoaderHuggerFace",
