@@ -45,8 +45,12 @@ setup(
         "safetensors==0.4.5",
         "sentencepiece==0.2.0",  # T5Tokenizer
         "flowvision==0.2.1",  # image transforms (0.2.2 fails to import with OneFlow 0.9.0)
+        "opencv-python-headless==4.11.0.86",  # libai.data.augmentation; 4.12+ needs numpy>=2
         "pillow",
         "tqdm==4.70.1",  # progress bars of tools/generate.py and tools/predict.py
+        "scipy==1.15.3",  # RegEvaluator (Pearson/Spearman)
+        "nltk==3.10.4",  # BLEUEvaluator (corpus BLEU)
+        "graphviz==0.21",  # tools/visualize_model.py (drawing also needs the system `dot`)
     ],
     extras_require={
         "tensorboard": ["tensorboardX==2.6.5"],
@@ -54,7 +58,7 @@ setup(
         "chinese": ["jieba"],  # BertTokenizer(do_chinese_wwm=True)
         "gpu": ["pynvml"],  # GPU memory in the metrics, on CUDA machines
         "onnx": ["onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2", "onnxsim==0.7.3"],
-        "dev": ["pytest", "hypothesis", "scikit-learn", "pillow", "tensorboardX==2.6.5", "matplotlib",
+        "dev": ["pytest", "hypothesis", "scikit-learn", "textblob==0.20.1", "pillow", "tensorboardX==2.6.5", "matplotlib",
                 "import-linter==2.15", "onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2",
                 "onnxsim==0.7.3"],
     },

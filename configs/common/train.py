@@ -62,4 +62,14 @@ train = dict(
     # (None: train.log_period) and before every checkpoint or evaluation
     nan_check=dict(enabled=True, action="stop", period=None),
     early_stopping=dict(enabled=False, patience=5),  # stop after `patience` evals without gain
+    # training visuals (docs/training_visuals.md). TensorBoard extras, each every N iterations
+    # (0 = off): lr of every parameter group (None: log_period), parameter/gradient histograms,
+    # a grid of up to max_images images of [N, C, H, W] batch fields
+    tensorboard=dict(lr_period=None, histogram_period=0, image_period=0, max_images=16),
+    # PNGs in output_dir/plots refreshed every `period` iterations (None: log_period); `weight`
+    # names a parameter (model.named_parameters()) to draw as an image
+    live_plots=dict(enabled=False, period=None, weight=None),
+    # table of modules, parameters and output shapes after the first step, logged and written to
+    # output_dir/model-summary.txt; modules deeper than max_depth are folded into their parents
+    model_summary=dict(enabled=True, max_depth=3, output_shapes=True),
 )

@@ -28,6 +28,21 @@ from libai.config.errors import (
 from libai.config.instantiate import instantiate, instantiate_with, is_node
 from libai.config.lazy import LazyCall, LazyConfig
 from libai.config.paths import get_key, try_get_key
+from libai.config.registry import (
+    DATASET_REGISTRY,
+    EVALUATOR_REGISTRY,
+    HOOK_REGISTRY,
+    LOSS_REGISTRY,
+    MODEL_REGISTRY,
+    OPTIMIZER_REGISTRY,
+    SCHEDULER_REGISTRY,
+    TRAINER_REGISTRY,
+    TRANSFORM_REGISTRY,
+    Registry,
+    RegistryError,
+    all_registries,
+)
+from libai.config.registry_style import import_custom_modules, lift_model_ema
 from libai.config.targets import locate
 
 __all__ = [
@@ -56,4 +71,18 @@ __all__ = [
     "InstantiationError",
     "OverrideError",
     "OverrideKeyError",
+    "Registry",
+    "RegistryError",
+    "all_registries",
+    "MODEL_REGISTRY",
+    "DATASET_REGISTRY",
+    "TRANSFORM_REGISTRY",
+    "LOSS_REGISTRY",
+    "EVALUATOR_REGISTRY",
+    "SCHEDULER_REGISTRY",
+    "OPTIMIZER_REGISTRY",
+    "HOOK_REGISTRY",
+    "TRAINER_REGISTRY",
+    "import_custom_modules",
+    "lift_model_ema",
 ]

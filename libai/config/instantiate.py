@@ -11,6 +11,16 @@ the callable (a factory that returns a class or a function). ``_recursive_: Fals
 or ``instantiate(node, _recursive_=False)``) hands the node's arguments to the target as they are,
 nested nodes unbuilt, for a target that builds them itself.
 
+A mapping without ``_target_`` whose ``name`` is a string may be a *registry node*,
+``dict(name="MyModel", **params)``: it is built by calling the registered ``MyModel`` with
+``params``, exactly like ``LazyCall(MyModel)(**params)``. Whether a named mapping is such a node,
+and which registry it is looked up in, depends on where it stands (``model`` resolves in
+``MODEL_REGISTRY``, ``dataloader.train.dataset`` in ``DATASET_REGISTRY``, ...): see
+:mod:`libai.config.name_nodes` for the rule. A registry node of a model has two keys that are
+not arguments: ``ema`` (a training setting, moved to ``train.ema`` by
+:func:`libai.config.lift_model_ema`) and a ``loss`` dict of weighted losses, which the model
+receives as a built ``LossKeyCompose`` (docs/registry_configs.md).
+
 Errors say *where*: a failure anywhere names the key path of the failing node (counted from the
 config root when the node came from one, e.g. ``dataloader.train.dataset[0]``) and its target,
 and chains the original exception.
@@ -20,11 +30,13 @@ import inspect
 from collections.abc import Mapping
 from typing import Any, Dict, List
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from libai.config.errors import InstantiationError
+from libai.config.name_nodes import REGISTRY_KEY, is_name_node, resolve_name_node
 from libai.config.paths import join_path
+from libai.config.registry import LOSS_REGISTRY, Registry
 from libai.config.targets import describe_target, locate
 
 __all__ = ["instantiate", "instantiate_with", "is_node"]
@@ -32,11 +44,24 @@ __all__ = ["instantiate", "instantiate_with", "is_node"]
 TARGET_KEY = "_target_"
 RECURSIVE_KEY = "_recursive_"
 _SPECIAL_KEYS = (TARGET_KEY, RECURSIVE_KEY)
+_NAME_NODE_SPECIAL_KEYS = ("name", REGISTRY_KEY, RECURSIVE_KEY)
+# keys of a MODEL registry node that are not model arguments
+_MODEL_EMA_KEY = "ema"
+_MODEL_LOSS_KEY = "loss"
 
 
 def is_node(obj: Any) -> bool:
-    """True for a config node: a mapping holding a ``_target_``."""
-    return isinstance(obj, (Mapping, DictConfig)) and TARGET_KEY in obj
+    """True for a config node: a mapping holding a ``_target_``, or a ``dict(name=...)``
+    registry node whose name a registry knows (or whose ``_registry_`` names one)."""
+    if not isinstance(obj, (Mapping, DictConfig)):
+        return False
+    return TARGET_KEY in obj or is_name_node(obj)
+
+
+def _named(obj: Any) -> bool:
+    """A mapping that may be a registry node, depending on where it stands."""
+    return (isinstance(obj, (Mapping, DictConfig)) and TARGET_KEY not in obj
+            and isinstance(obj.get("name"), str))
 
 
 def instantiate(cfg: Any, **kwargs: Any) -> Any:
@@ -60,14 +85,21 @@ def instantiate(cfg: Any, **kwargs: Any) -> Any:
     recursive = kwargs.pop(RECURSIVE_KEY, True)
     _check_recursive_flag(recursive, "instantiate(_recursive_=...)")
     if kwargs:
-        if not is_node(cfg):
+        if not (is_node(cfg) or _named(cfg)):
             raise TypeError(
                 f"instantiate(cfg, **arguments) replaces arguments of a node; {type(cfg).__name__} "
                 f"without a '{TARGET_KEY}' has none (got {sorted(kwargs)})"
             )
+        path = _node_path(cfg)
+        if TARGET_KEY not in cfg and resolve_name_node(cfg, path) is None:
+            raise TypeError(
+                f"instantiate(cfg, **arguments) replaces arguments of a node; {_where(path)} has "
+                f"name={cfg.get('name')!r}, which no registry knows, so it is plain data. "
+                f"Register the class, or set _registry_ to the registry that has it"
+            )
         copy = {key: cfg[key] for key in cfg.keys()}
         copy.update(kwargs)
-        return _build(copy, _node_path(cfg), recursive)
+        return _build(copy, path, recursive)
     return _build(cfg, _node_path(cfg), recursive)
 
 
@@ -115,7 +147,16 @@ def _build(node: Any, path: str, recursive: bool = True) -> Any:
     if isinstance(node, (Mapping, DictConfig)):
         if TARGET_KEY in node:
             return _call(node, path, recursive)
-        return {key: _build(_child(node, key, path), join_path(path, key)) for key in node.keys()}
+        if _named(node):
+            # a node of a loaded config knows its full path even when handed over detached
+            resolved = resolve_name_node(node, _node_path(node) or path)
+            if resolved is not None:
+                return _call_named(node, path, resolved[0], resolved[1], recursive)
+        return {
+            key: _build(_child(node, key, path), join_path(path, key))
+            for key in node.keys()
+            if key != REGISTRY_KEY
+        }
     if isinstance(node, (list, tuple, ListConfig)):
         built = [_build(_child(node, i, path), join_path(path, i)) for i in range(len(node))]
         if isinstance(node, tuple) and hasattr(type(node), "_fields"):
@@ -173,6 +214,54 @@ def _call(node: Any, path: str, recursive: bool = True) -> Any:
             name,
         )
     target = _resolve_target(_child(node, TARGET_KEY, path), path)
+    return _invoke(target, kwargs, path, name)
+
+
+def _call_named(node: Any, path: str, target: Any, registry: Registry, recursive: bool = True) -> Any:
+    """Build a registry node: ``target(**arguments)``, arguments built like a LazyCall's."""
+    name = f"{registry.name}:{node.get('name')}"
+    if RECURSIVE_KEY in node:
+        recursive = _child(node, RECURSIVE_KEY, path)
+        _check_recursive_flag(recursive, f"{RECURSIVE_KEY} of {_where(path)}")
+    is_model = registry.name == "MODEL"
+    kwargs: Dict[str, Any] = {}
+    for key in node.keys():
+        if key in _NAME_NODE_SPECIAL_KEYS or (is_model and key == _MODEL_EMA_KEY):
+            continue
+        value = _child(node, key, path)
+        if is_model and key == _MODEL_LOSS_KEY and _is_loss_dict(value):
+            kwargs[key] = _build_loss_compose(value, join_path(path, key))
+        elif recursive:
+            kwargs[key] = _build(value, join_path(path, key))
+        else:
+            kwargs[key] = value
+    return _invoke(target, kwargs, path, name)
+
+
+def _is_loss_dict(value: Any) -> bool:
+    """``dict(loss1=[dict(name=...), ...], ...)``: named groups of loss entries (a single
+    ``dict(name=...)`` loss node is not one; it is built as a node)."""
+    if not isinstance(value, (Mapping, DictConfig)) or not len(value) or "name" in value \
+            or TARGET_KEY in value:
+        return False
+    for group in value.values():
+        entries = [group] if isinstance(group, (Mapping, DictConfig)) else group
+        if not isinstance(entries, (list, tuple, ListConfig)) or not len(entries):
+            return False
+        if not all(isinstance(e, (Mapping, DictConfig)) and "name" in e for e in entries):
+            return False
+    return True
+
+
+def _build_loss_compose(value: Any, path: str) -> Any:
+    """The ``LossKeyCompose`` of a model's ``loss`` dict (looked up by name: libai.config may
+    not import libai.layers)."""
+    plain = OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
+    return _invoke(LOSS_REGISTRY.get("LossKeyCompose"), {"loss_dict": plain}, path,
+                   "LOSS:LossKeyCompose")
+
+
+def _invoke(target: Any, kwargs: Dict[str, Any], path: str, name: str) -> Any:
     try:
         return target(**kwargs)
     except Exception as error:
@@ -229,6 +318,6 @@ def instantiate_with(node: Any, **objects: Any) -> Any:
     """Build ``node`` with some arguments replaced by live objects (a model, an optimizer),
     leaving the config itself untouched so it still saves as YAML: one level of the node is
     copied into a plain dict, its children stay shared."""
-    if not is_node(node):
-        raise TypeError(f"expected a LazyCall node with _target_, got {node!r}")
+    if not (is_node(node) or _named(node)):
+        raise TypeError(f"expected a LazyCall node with _target_ or a dict(name=...) registry node, got {node!r}")
     return instantiate(node, **objects)

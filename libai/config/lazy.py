@@ -22,6 +22,7 @@ from libai.config.loader import CONFIG_FLAGS, load_python_config
 from libai.config.overrides import apply_overrides
 from libai.config.paths import closest_paths
 from libai.config.readable import to_readable_py
+from libai.config.registry_style import import_custom_modules
 from libai.config.targets import target_to_string
 
 __all__ = ["LazyCall", "LazyConfig"]
@@ -183,6 +184,7 @@ class LazyConfig:
                 None,
                 f"the top level must map names to values, got {type(content).__name__}",
             )
+        import_custom_modules(cfg, path)  # registry-style configs name the modules to import
         return cfg if keys is None else _select(cfg, keys, path)
 
     @staticmethod

@@ -35,7 +35,9 @@ import numpy as np
 import oneflow as flow
 from oneflow.utils.data import ConcatDataset, DataLoader, Dataset, Subset
 from oneflow.utils.data._utils.collate import default_collate as _flow_default_collate
+from omegaconf import ListConfig
 
+from libai.config import instantiate, is_node
 from libai.data.mixup import mix_batch
 from libai.data.samplers import CyclicSampler, SingleRoundSampler
 from libai.data.structures import Instance
@@ -47,6 +49,7 @@ __all__ = [
     "build_image_test_loader",
     "build_nlp_train_loader",
     "build_nlp_test_loader",
+    "build_nlp_train_val_test_loader",
     "default_collate",
     "resolve_data_parallel",
 ]
@@ -426,6 +429,118 @@ def build_nlp_test_loader(
         collate_fn=collate_fn, data_parallel_rank=data_parallel_rank,
         data_parallel_size=data_parallel_size, pin_memory=pin_memory,
         dataset_mixer=dataset_mixer, **kwargs,
+    )
+
+
+_ROLES = ("train", "valid", "test")
+
+
+def build_nlp_train_val_test_loader(
+    dataset: Any,
+    splits: Sequence[Any],
+    weights: Optional[Sequence[float]] = None,
+    train_val_test_num_samples: Optional[Sequence[Optional[int]]] = None,
+    train_batch_size: int = 1,
+    test_batch_size: Optional[int] = None,
+    train_sampler: Any = None,
+    test_sampler: Any = None,
+    num_workers: int = 4,
+    consumed_samples: int = 0,
+    seed: int = 0,
+    collate_fn: Optional[Callable[..., Any]] = None,
+    dataset_mixer: Callable[..., Dataset] = ConcatDataset,
+    **kwargs: Any,
+) -> Loaders:
+    """LiBai's loader for a corpus without held-out files: train/valid/test cut from it.
+
+    ``dataset`` is one dataset *node* (``LazyCall(GPT2Dataset)(...)``) or a list of them, with
+    one ``[train, valid, test]`` proportion triple per dataset in ``splits``. Each node is
+    built three times, as the ``split="train"|"valid"|"test"`` part of its corpus by *document*
+    ratios (``splits_string``; every libai text dataset takes both), asking for
+    ``train_val_test_num_samples[i]`` samples of part ``i`` (``None``: one pass). The parts are
+    mixed across datasets by ``dataset_mixer`` and returned as ``(train_loader, valid_loader,
+    test_loader)``; a held-out part with a 0 share gives ``None``. The trainer hands nodes over unbuilt because
+    this function says so (``builds_own_datasets``). Already-built datasets are accepted too
+    and cut into contiguous sample ranges instead (what :func:`build_nlp_train_loader` does
+    with ``splits``).
+
+    ``train_sampler`` / ``test_sampler`` may be sampler nodes (LiBai's defaults are
+    ``LazyCall(CyclicSampler)(shuffle=True)`` and ``LazyCall(SingleRoundSampler)(shuffle=False,
+    drop_last=False)``); they are completed with the dataset, batch size, data-parallel rank
+    and seed. ``weights`` are as in :func:`build_nlp_train_loader`.
+    """
+    nodes = list(dataset) if isinstance(dataset, (list, tuple, ListConfig)) else [dataset]
+    if not any(is_node(n) for n in nodes):
+        return build_nlp_train_loader(
+            nodes, train_batch_size, test_batch_size, None, num_workers, consumed_samples, seed,
+            collate_fn, dataset_mixer, splits=splits, weights=weights, **kwargs,
+        )
+    triples = [splits] if splits and not isinstance(splits[0], (list, tuple, ListConfig)) else list(splits)
+    if len(triples) == 1:
+        triples = triples * len(nodes)
+    if len(triples) != len(nodes):
+        raise ValueError(f"splits has {len(triples)} triples for {len(nodes)} dataset(s)")
+    wanted = list(train_val_test_num_samples or (None, None, None))
+    if len(wanted) != 3:
+        raise ValueError(
+            f"train_val_test_num_samples must be [train, valid, test] sample counts, got {wanted}"
+        )
+    parts: List[List[Dataset]] = [[], [], []]
+    for node, triple in zip(nodes, triples):
+        if not is_node(node):
+            raise TypeError(
+                "build_nlp_train_val_test_loader needs every dataset as a LazyCall node (it "
+                f"builds each split itself), got a built {type(node).__name__} beside nodes"
+            )
+        ratios = ",".join(str(float(x)) for x in triple)
+        for i, role in enumerate(_ROLES):
+            if i > 0 and float(triple[i]) == 0.0:
+                continue  # a held-out part given no share: no loader for it
+            part = instantiate(node, split=role, splits_string=ratios, num_samples=wanted[i])
+            parts[i].append(part)
+    rank, size = resolve_data_parallel(kwargs.pop("data_parallel_rank", None),
+                                       kwargs.pop("data_parallel_size", None))
+    pin_memory = kwargs.pop("pin_memory", None)
+    mixer = _weighted_mixer(dataset_mixer, weights, len(nodes))
+    train_set = _mix(parts[0], mixer, "training")
+    sampler = _sampler_from(train_sampler, train_set, train_batch_size, rank, size, seed,
+                            consumed_samples=consumed_samples)
+    if sampler is None:
+        sampler = _train_sampler(train_set, train_batch_size, consumed_samples, seed, rank, size)
+    train_loader = _make_loader(
+        train_set, sampler, num_workers, collate_fn, pin_memory, seed, rank, **kwargs
+    )
+    held_out: List[Optional[DataLoader]] = []
+    for role, subsets in (("validation", parts[1]), ("test", parts[2])):
+        subsets = [d for d in subsets if len(d) > 0]
+        if not subsets:
+            held_out.append(None)
+            continue
+        mixed = _mix(subsets, ConcatDataset, role)
+        sampler = _sampler_from(test_sampler, mixed, test_batch_size, rank, size, seed)
+        if sampler is None:
+            sampler = _test_sampler(mixed, test_batch_size, rank, size)
+        held_out.append(
+            _make_loader(mixed, sampler, num_workers, collate_fn, pin_memory, seed, rank, **kwargs)
+        )
+    return train_loader, held_out[0], held_out[1]
+
+
+build_nlp_train_val_test_loader.builds_own_datasets = True  # type: ignore[attr-defined]
+
+
+def _sampler_from(
+    node: Any, dataset: Dataset, batch_size: Optional[int], rank: int, size: int, seed: int,
+    **extra: Any,
+) -> Any:
+    """A sampler node completed with the loader's dataset and sizes; a built sampler as is."""
+    if node is None or not is_node(node):
+        return node
+    if batch_size is None or int(batch_size) < 1:
+        raise ValueError(f"a sampler needs a positive batch size, got {batch_size}")
+    return instantiate(
+        node, dataset=dataset, batch_size_per_rank=int(batch_size), data_parallel_rank=rank,
+        data_parallel_size=size, seed=seed, **extra,
     )
 
 

@@ -65,8 +65,9 @@ def evaluate_only(cfg: Any, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) 
     layout = trainer_cls.build_layout(cfg)
     with layout:
         flow.manual_seed(int(cfg.train.seed))
+        tokenizer = trainer_cls.build_tokenizer(cfg)  # before the model: it may set vocab_size
         model = trainer_cls.build_model(cfg)
-        loaders = trainer_cls.build_test_loader(cfg)
+        loaders = trainer_cls.build_test_loader(cfg, tokenizer)
         if not loaders:
             raise ValueError("--eval-only needs test data: cfg.dataloader.test is empty")
         checkpointer = Checkpointer(model, cfg.train.output_dir)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import oneflow as flow
 
-from libai.config import LazyConfig, instantiate, instantiate_with, try_get_key
+from libai.config import LazyConfig, instantiate, instantiate_with, locate, try_get_key
 from libai.engine import hooks
 from libai.engine.batch import place_batch
 from libai.engine.graph import configure_collective_fusion
@@ -61,10 +61,18 @@ class DefaultTrainer(TrainerBase):
         _warn_unused_settings(cfg)
         with self.layout:
             flow.manual_seed(int(cfg.train.seed))
+            # the tokenizer first: it may set the model's vocabulary size (LiBai's order)
+            self.tokenizer = self.build_tokenizer(cfg)
             self.model = self.build_model(cfg)
             self.optimizer = self.build_optimizer(cfg, self.model)
-            self.train_loader, _, _ = self.build_train_loader(cfg)
-            self.test_loader = self.build_test_loader(cfg) if _evaluation_enabled(cfg) else []
+            self.train_loader, valid_loader, test_loader = self.build_train_loader(cfg, self.tokenizer)
+            # held-out parts cut from the training corpus (``splits``) are evaluated first,
+            # then the loaders of ``dataloader.test``
+            held_out = [loader for loader in (valid_loader, test_loader) if loader is not None]
+            self.test_loader = (
+                held_out + self.build_test_loader(cfg, self.tokenizer)
+                if cfg.train.evaluation.enabled else []
+            )
         self.plan = resolve_iterations(cfg.train, batch, _dataset_size(self.train_loader))
         logger.info(f"Training plan: {self.plan.describe()}")
         self.lr_scheduler = self.build_lr_scheduler(cfg, self.optimizer, self.plan)
@@ -160,12 +168,18 @@ class DefaultTrainer(TrainerBase):
         Returns ``(train_loader, valid_loader, test_loader)``; the latter two may be None.
         """
         batch = cls._batch_sizes(cfg)
+        node = cfg.dataloader.train
+        # a builder that makes its datasets itself (LiBai's build_nlp_train_val_test_loader)
+        # receives the dataset nodes unbuilt
+        builds_own = bool(getattr(_target_of(node), "builds_own_datasets", False))
+        node = _with_tokenizer(node, tokenizer, build=not builds_own)
         loaders = instantiate_with(
-            _with_tokenizer(cfg.dataloader.train, tokenizer),
+            node,
             train_batch_size=batch.per_rank_step_batch,
             test_batch_size=int(cfg.train.test_micro_batch_size),
             seed=int(cfg.train.seed),
             consumed_samples=int(cfg.train.consumed_train_samples or 0),
+            **({"_recursive_": False} if builds_own else {}),
         )
         if not isinstance(loaders, (tuple, list)):
             loaders = (loaders, None, None)
@@ -196,12 +210,24 @@ class DefaultTrainer(TrainerBase):
 
     @classmethod
     def build_tokenizer(cls, cfg: Any) -> Any:
+        """``cfg.tokenization``'s tokenizer (None without one), handed to every dataset node
+        that takes a ``tokenizer``. As in LiBai, a model config with a ``vocab_size``
+        (``model.cfg.vocab_size``) is set to the tokenizer's padded size (its vocabulary
+        rounded up to ``make_vocab_size_divisible_by`` × the tensor-parallel size), so the
+        embedding always covers every id the tokenizer can produce."""
         node = try_get_key(cfg, "tokenization", default=None)
-        if node is None:
+        if node is None or try_get_key(node, "tokenizer", default=None) is None:
             return None
         from libai.tokenizer import build_tokenizer
 
-        return build_tokenizer(node)
+        tokenizer = build_tokenizer(node)
+        configured = try_get_key(cfg, "model.cfg.vocab_size", default=None)
+        padded = int(tokenizer.padded_vocab_size)
+        if configured is not None and int(configured) != padded:
+            logger.info(f"model.cfg.vocab_size: {configured} -> {padded}, the tokenizer's padded "
+                        "vocabulary (tokenization.make_vocab_size_divisible_by)")
+            cfg.model.cfg.vocab_size = padded
+        return tokenizer
 
     def build_checkpointer(self, cfg: Any) -> Checkpointer:
         """Model, optimizer, scheduler, trainer state (iteration, hooks), RNG and AMP state."""
@@ -221,7 +247,7 @@ class DefaultTrainer(TrainerBase):
 
     def build_hooks(self) -> List[hooks.HookBase]:
         """The hooks, in this order: timer → LR → NaN check → EMA → preemption → checkpoint →
-        eval → best → early stopping → writers."""
+        eval → best → early stopping → writers → visuals (summary, TensorBoard extras, live plots)."""
         cfg = self.cfg.train
         ev = cfg.evaluation
         result: List[Optional[hooks.HookBase]] = [
@@ -235,7 +261,7 @@ class DefaultTrainer(TrainerBase):
             hooks.PeriodicCheckpointer(self.checkpointer, cfg.checkpointer.period,
                                        max_to_keep=cfg.checkpointer.max_to_keep),
         ]
-        if _evaluation_enabled(self.cfg) and self.test_loader:
+        if self.test_loader:  # evaluation enabled and something to evaluate
             result.append(hooks.EvalHook(ev.eval_period, self._evaluate))
             result.append(hooks.BestCheckpointer(ev.eval_period, self.checkpointer, ev.eval_metric, ev.eval_mode))
             if cfg.early_stopping.enabled:
@@ -243,7 +269,19 @@ class DefaultTrainer(TrainerBase):
                                                   patience=cfg.early_stopping.patience))
         if dist.is_main_process():
             result.append(hooks.PeriodicWriter(self.build_writers(), period=cfg.log_period))
+        result.extend(self._build_visual_hooks())
         return [h for h in result if h is not None]
+
+    def _build_visual_hooks(self) -> List[Optional[hooks.HookBase]]:
+        """``train.model_summary``, ``train.tensorboard`` and ``train.live_plots`` (see
+        docs/training_visuals.md). They gather global tensors, so they run on every rank."""
+        cfg = self.cfg.train
+        out = cfg.output_dir
+        return [
+            hooks.ModelSummaryHook.from_config(cfg.model_summary, out),
+            hooks.TensorboardVisuals.from_config(cfg.tensorboard, out, cfg.log_period),
+            hooks.LivePlots.from_config(cfg.live_plots, out, cfg.log_period),
+        ]
 
     def build_writers(self) -> List[Any]:
         """Console line, ``metrics.json`` and (when tensorboardX is installed) TensorBoard."""
@@ -282,7 +320,7 @@ class DefaultTrainer(TrainerBase):
             with self.layout:
                 self.graph_train = self.build_graph(cfg, self.model, self.optimizer, self.lr_scheduler,
                                                     is_train=True, optimizer_step=self.optimizer_step)
-                if _evaluation_enabled(cfg):
+                if self.test_loader:
                     self.graph_eval = self._build_eval_graph(cfg, self.model, self.layout)
             runner: TrainerBase = GraphTrainer(self.graph_train, self.train_loader,
                                                grad_acc_steps=self.plan.batch.num_accumulation_steps,
@@ -458,10 +496,6 @@ def _warn_unused_settings(cfg: Any) -> None:
         )
 
 
-def _evaluation_enabled(cfg: Any) -> bool:
-    return bool(cfg.train.evaluation.enabled) and bool(cfg.dataloader.get("test", None))
-
-
 def _dataset_size(loader: Any) -> Optional[int]:
     try:
         return len(loader.dataset)
@@ -469,16 +503,33 @@ def _dataset_size(loader: Any) -> Optional[int]:
         return None
 
 
-def _with_tokenizer(node: Any, tokenizer: Any) -> Any:
-    """The loader node with the built tokenizer given to each dataset node that takes one."""
+def _target_of(node: Any) -> Any:
+    """The callable a node names (``None`` when it cannot be imported: building reports it)."""
+    target = node.get("_target_", None) if hasattr(node, "get") else None
+    if isinstance(target, str):
+        try:
+            return locate(target)
+        except Exception:
+            return None
+    return target
+
+
+def _with_tokenizer(node: Any, tokenizer: Any, build: bool = True) -> Any:
+    """The loader node with the built tokenizer given to each dataset node that takes one
+    (the dataset built with it, or with ``build=False`` left a node holding it)."""
     datasets = node.get("dataset", None) if tokenizer is not None else None
     if datasets is None:
         return node
     single = hasattr(datasets, "keys")
-    filled = [
-        instantiate_with(ds, tokenizer=tokenizer) if hasattr(ds, "keys") and "tokenizer" in ds else ds
-        for ds in ([datasets] if single else datasets)
-    ]
+
+    def fill(ds: Any) -> Any:
+        if not (hasattr(ds, "keys") and "tokenizer" in ds):
+            return ds
+        if build:
+            return instantiate_with(ds, tokenizer=tokenizer)
+        return {**{key: ds[key] for key in ds.keys()}, "tokenizer": tokenizer}
+
+    filled = [fill(ds) for ds in ([datasets] if single else datasets)]
     copy = {key: node[key] for key in node.keys()}
     copy["dataset"] = filled[0] if single else filled
     return copy

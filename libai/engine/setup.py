@@ -10,7 +10,13 @@ import numpy as np
 import oneflow as flow
 from omegaconf import DictConfig
 
-from libai.config import LazyConfig, check_required_fields, get_config, merge_with_defaults
+from libai.config import (
+    LazyConfig,
+    check_required_fields,
+    get_config,
+    lift_model_ema,
+    merge_with_defaults,
+)
 from libai.config.instantiate import TARGET_KEY
 from libai.utils import distributed as dist
 
@@ -33,6 +39,7 @@ def complete_config(cfg: Any) -> Any:
     (:func:`reset_warnings` forgets them, for tests).
     """
     check_required_fields(cfg, REQUIRED_FIELDS)
+    lift_model_ema(cfg)  # a registry-style model.ema is the train.ema setting (EMAHook)
     defaults = get_config("common/train.py").train
     graph_defaults = get_config("common/models/graph.py").graph
     if _holds_every_default(cfg.train, defaults) and _holds_every_default(cfg.graph, graph_defaults):

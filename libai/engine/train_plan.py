@@ -11,9 +11,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from libai.utils.distributed import current_layout
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["BatchSizes", "TrainPlan", "resolve_batch_sizes", "resolve_iterations"]
+__all__ = [
+    "BatchSizes", "TrainPlan", "check_batch_size", "resolve_batch_sizes", "resolve_iterations",
+]
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,25 @@ def resolve_batch_sizes(train: Any, data_parallel_size: int) -> BatchSizes:
     if acc < 1:
         raise ValueError(f"train.num_accumulation_steps must be >= 1, got {acc}")
     return BatchSizes(micro, acc, dp)
+
+
+def check_batch_size(cfg: Any, data_parallel_size: Optional[int] = None) -> BatchSizes:
+    """Resolve ``cfg.train``'s batch sizes and write the completed triple back into it.
+
+    LiBai's ``_check_batch_size(cfg)`` (``libai.engine.default``) is this function: it fills
+    ``train.num_accumulation_steps`` from the global and micro batch sizes, or checks the three
+    agree. ``data_parallel_size`` defaults to the current layout's (the one ``setup_dist_util``
+    or an entered :class:`~libai.utils.distributed.ParallelLayout` made), or 1 without one.
+    """
+    if data_parallel_size is None:
+        try:
+            data_parallel_size = current_layout().data_parallel_size
+        except RuntimeError:
+            data_parallel_size = 1
+    batch = resolve_batch_sizes(cfg.train, data_parallel_size)
+    cfg.train.num_accumulation_steps = batch.num_accumulation_steps
+    cfg.train.global_batch_size = batch.global_batch_size
+    return batch
 
 
 def resolve_iterations(train: Any, batch: BatchSizes, dataset_size: Optional[int]) -> TrainPlan:

@@ -1,7 +1,7 @@
 """Perplexity of a language model."""
 import math
 from collections import OrderedDict
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import oneflow as flow
 
@@ -15,13 +15,15 @@ IGNORE_INDEX = -100
 class PPLEvaluator(DatasetEvaluator):
     """Perplexity: ``exp`` of the mean token cross-entropy over the whole test set.
 
-    Reads ``outputs["prediction_scores"]`` (``[B, S, V]`` logits) and ``inputs["labels"]``
-    (``[B, S]`` token ids). A position counts unless its label is ``-100`` or an optional
+    Reads ``outputs["prediction_scores"]`` (``[B, S, V]`` logits) and the ``[B, S]`` token ids
+    ``inputs[label_field]``; by default ``"labels"`` (GPT), or ``"lm_labels"`` when the inputs have
+    no ``"labels"`` (the BERT and T5 pretraining datasets' name). A position counts unless its label is ``-100`` or an optional
     ``loss_mask`` (``[B, S]``, looked up in the inputs, then the outputs) is 0 there. The mean
     is over tokens, not batches, so batches of different lengths weigh what they contain.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, label_field: Optional[str] = None) -> None:
+        self.label_field = label_field
         self.reset()
 
     def reset(self) -> None:
@@ -30,7 +32,10 @@ class PPLEvaluator(DatasetEvaluator):
 
     def process(self, inputs: Dict[str, Any], outputs: Dict[str, Any]) -> None:
         logits = require_field(outputs, "prediction_scores", "outputs", "PPLEvaluator")
-        labels = require_field(inputs, "labels", "inputs", "PPLEvaluator")
+        field = self.label_field
+        if field is None:
+            field = "lm_labels" if "labels" not in inputs and "lm_labels" in inputs else "labels"
+        labels = require_field(inputs, field, "inputs", "PPLEvaluator")
         if logits.ndim != 3 or tuple(labels.shape) != tuple(logits.shape[:2]):
             raise ValueError(
                 f"PPLEvaluator expects prediction_scores [batch, seq, vocab] and labels "

@@ -11,6 +11,26 @@ may not; shapes ``[batch, key_len]`` (padding), ``[batch, query_len, key_len]`` 
 mask itself (query ``i`` sees keys ``<= i``, shifted by the cached length when
 ``past_key_value`` is given). Masked scores are replaced by -10000 before the softmax, so
 their weights underflow to exactly zero in float32.
+
+Options for T5 and Llama-style models (all off by default):
+
+- ``bias=False``: projections without biases.
+- ``softmax_scale``: the factor on ``q·k`` (default ``1/sqrt(head_size)``; T5 uses 1.0).
+- ``head_size``: per-head size when ``heads * head_size != hidden_size`` (T5's ``d_kv``).
+- ``num_key_value_heads``: grouped-query attention. When it is given (any value, even equal to
+  ``num_attention_heads``) the projections are ``query`` (``[heads, head_size]`` rows) and
+  ``key_value`` (laid out per key/value head as ``[kv_heads, 2, head_size]`` rows, the layout
+  cross attention already uses); each key/value head serves ``heads / kv_heads`` consecutive
+  query heads. Under tensor parallelism both head counts must divide by the tensor-parallel
+  size, so every rank holds whole groups. The cache keeps the ``kv_heads`` keys/values.
+  Without it, self attention keeps the fused per-head ``query_key_value`` projection.
+- ``rotary_embedding``: a :class:`~libai.layers.RotaryEmbedding` applied to the new queries
+  and keys after projection, at positions shifted by the cached length.
+- ``forward(position_bias=...)``: an additive score bias ``[1|batch, heads, q_len, k_len]``
+  (T5's relative position bias), added after scaling and before masking. Under tensor
+  parallelism pass it whole (broadcast) or already split over heads (``split(1)`` on the
+  tensor axis): the layer converts it to ``split(1)``, which from broadcast is a slice without
+  communication.
 """
 import enum
 import math
@@ -20,7 +40,8 @@ import oneflow as flow
 from oneflow import nn
 
 from libai.layers.linear import Linear
-from libai.layers.utils import arange, broadcast, to_sbp
+from libai.layers.rotary import RotaryEmbedding
+from libai.layers.utils import arange, broadcast, split, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["AttnMaskType", "MultiheadAttention"]
@@ -52,6 +73,11 @@ class MultiheadAttention(nn.Module):
         apply_query_key_layer_scaling: divide the scores by ``layer_idx + 1`` before the
             softmax input is rescaled back (keeps fp16 scores in range; a no-op in fp32 maths).
         attn_mask_type: ``"padding"`` (only the given mask) or ``"causal"``.
+        bias: give every projection a bias.
+        softmax_scale: multiply ``q·k`` by this (``None``: ``1/sqrt(head_size)``).
+        num_key_value_heads: grouped-query attention (see the module docstring).
+        rotary_embedding: rotate queries and keys by position (self attention only).
+        head_size: features per head (``None``: ``hidden_size // num_attention_heads``).
         layer_idx: pipeline position.
     """
 
@@ -69,16 +95,38 @@ class MultiheadAttention(nn.Module):
         apply_query_key_layer_scaling: bool = False,
         attn_mask_type: Union[str, AttnMaskType] = "padding",
         *,
+        bias: bool = True,
+        softmax_scale: Optional[float] = None,
+        num_key_value_heads: Optional[int] = None,
+        rotary_embedding: Optional[RotaryEmbedding] = None,
+        head_size: Optional[int] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
         layout = current_layout()
-        _check_heads(hidden_size, num_attention_heads, layout.tensor_parallel_size)
+        tp = layout.tensor_parallel_size
+        if head_size is None:
+            _check_heads(hidden_size, num_attention_heads, tp)
+        else:
+            _check_heads(num_attention_heads * head_size, num_attention_heads, tp)
+        if num_key_value_heads is not None:
+            _check_kv_heads(num_attention_heads, num_key_value_heads, tp)
+        if rotary_embedding is not None and is_cross_attention:
+            raise ValueError(
+                "rotary_embedding applies to self attention only (cross attention keys are "
+                "encoder positions); build the cross attention without it"
+            )
         self.layout = layout
         self.layer_idx = layer_idx
         self.hidden_size = hidden_size
         self.num_heads = num_attention_heads
-        self.head_size = hidden_size // num_attention_heads
+        self.head_size = hidden_size // num_attention_heads if head_size is None else head_size
+        self.inner_size = self.num_heads * self.head_size
+        self.num_key_value_heads = num_key_value_heads
+        self.kv_heads = num_attention_heads if num_key_value_heads is None else num_key_value_heads
+        self.separate_query = is_cross_attention or num_key_value_heads is not None
+        self.softmax_scale = softmax_scale
+        self.rotary_embedding = rotary_embedding
         self.is_cross_attention = is_cross_attention
         self.attn_mask_type = _mask_type(attn_mask_type)
         on_cuda = layout.device_type == "cuda"
@@ -86,18 +134,24 @@ class MultiheadAttention(nn.Module):
         self.scale_mask_softmax_fusion = scale_mask_softmax_fusion and on_cuda
         self.coeff = float(layer_idx + 1) if apply_query_key_layer_scaling else 1.0
         self.norm_factor = math.sqrt(self.head_size) * self.coeff
+        # the factor applied to q·k; the softmax re-multiplies by coeff
+        if softmax_scale is None:
+            self.score_factor = 1.0 / self.norm_factor
+        else:
+            self.score_factor = softmax_scale / self.coeff
         self.output_dropout_prob = output_dropout_prob
         if output_layer_init_method is None:
             output_layer_init_method = init_method
 
-        col = dict(parallel="col", init_method=init_method, layer_idx=layer_idx)
-        if is_cross_attention:
-            self.query = Linear(hidden_size, hidden_size, **col)
-            self.key_value = Linear(hidden_size, 2 * hidden_size, **col)
+        col = dict(parallel="col", init_method=init_method, bias=bias, layer_idx=layer_idx)
+        inner, kv_inner = self.inner_size, self.kv_heads * self.head_size
+        if self.separate_query:
+            self.query = Linear(hidden_size, inner, **col)
+            self.key_value = Linear(hidden_size, 2 * kv_inner, **col)
         else:
-            self.query_key_value = Linear(hidden_size, 3 * hidden_size, **col)
+            self.query_key_value = Linear(hidden_size, 3 * inner, **col)
         self.dense = Linear(
-            hidden_size, hidden_size, parallel="row", init_method=output_layer_init_method,
+            inner, hidden_size, bias=bias, parallel="row", init_method=output_layer_init_method,
             skip_bias_add=self.bias_dropout_fusion, layer_idx=layer_idx,
         )
         self.attention_dropout = nn.Dropout(attention_dropout_prob)
@@ -111,23 +165,26 @@ class MultiheadAttention(nn.Module):
         encoder_states: Optional[flow.Tensor] = None,
         past_key_value: Optional[Tuple[flow.Tensor, flow.Tensor]] = None,
         use_cache: bool = False,
+        position_bias: Optional[flow.Tensor] = None,
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, Tuple[flow.Tensor, flow.Tensor]]]:
         """Attend from ``hidden_states`` ``[batch, seq, hidden]``.
 
         ``past_key_value`` is ``(key, value)`` of shape ``[batch, heads, past_len, head_size]``
         from an earlier call with ``use_cache=True`` (for cross attention: the cached encoder
         projections, reused as they are). With ``use_cache`` the result is
-        ``(output, (key, value))``.
+        ``(output, (key, value))``. ``position_bias`` ``[1|batch, heads, q_len, k_len]`` is
+        added to the scaled scores (see the module docstring for its layout under TP).
         """
         query, key, value = self._project(hidden_states, encoder_states, past_key_value)
         present = (key, value) if use_cache else None
-        scores = flow.matmul(query, key, transpose_b=True) * (1.0 / self.norm_factor)
+        key, value = self._repeat_kv(key), self._repeat_kv(value)
+        scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
-        probs = self._masked_softmax(scores, mask)
+        probs = self._masked_softmax(scores, mask, self._place_bias(position_bias))
         probs = self.attention_dropout(probs)
         context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
-        context = context.permute(0, 2, 1, 3).reshape(batch, q_len, self.hidden_size)
+        context = context.permute(0, 2, 1, 3).reshape(batch, q_len, self.inner_size)
         output = self._output(context)
         return (output, present) if use_cache else output
 
@@ -139,7 +196,7 @@ class MultiheadAttention(nn.Module):
     ) -> Tuple[flow.Tensor, flow.Tensor, flow.Tensor]:
         """q, k, v as ``[batch, heads, len, head_size]`` (heads split over tensor parallel)."""
         if self.is_cross_attention:
-            query = self._heads(self.query(hidden_states), 1)[0]
+            query = self._heads(self.query(hidden_states), 1, self.num_heads)[0]
             if past_key_value is not None:
                 key, value = past_key_value
             else:
@@ -148,21 +205,52 @@ class MultiheadAttention(nn.Module):
                         "cross attention needs encoder_states (the encoder output), or a cached "
                         "past_key_value from an earlier call"
                     )
-                key, value = self._heads(self.key_value(encoder_states), 2)
+                key, value = self._heads(self.key_value(encoder_states), 2, self.kv_heads)
             return query, key, value
-        query, key, value = self._heads(self.query_key_value(hidden_states), 3)
+        if self.separate_query:
+            query = self._heads(self.query(hidden_states), 1, self.num_heads)[0]
+            key, value = self._heads(self.key_value(hidden_states), 2, self.kv_heads)
+        else:
+            query, key, value = self._heads(self.query_key_value(hidden_states), 3, self.num_heads)
+        if self.rotary_embedding is not None:
+            offset = 0 if past_key_value is None else int(past_key_value[0].shape[2])
+            query, key = self.rotary_embedding(query, key, position_offset=offset)
         if past_key_value is not None:
             past_key, past_value = past_key_value
             key = flow.cat([self._to_here(past_key), key], dim=2)
             value = flow.cat([self._to_here(past_value), value], dim=2)
         return query, key, value
 
-    def _heads(self, fused: flow.Tensor, parts: int) -> Tuple[flow.Tensor, ...]:
-        """``[b, s, parts*hidden]`` laid out per head -> ``parts`` tensors ``[b, heads, s, d]``."""
+    def _heads(self, fused: flow.Tensor, parts: int, heads: int) -> Tuple[flow.Tensor, ...]:
+        """``[b, s, heads*parts*d]`` laid out per head -> ``parts`` tensors ``[b, heads, s, d]``."""
         batch, seq = fused.shape[0], fused.shape[1]
-        per_head = fused.view(batch, seq, self.num_heads, parts * self.head_size)
+        per_head = fused.view(batch, seq, heads, parts * self.head_size)
         per_head = per_head.permute(0, 2, 1, 3)
+        if parts == 1:
+            return (per_head,)
         return tuple(flow.chunk(per_head, parts, dim=-1))
+
+    def _repeat_kv(self, x: flow.Tensor) -> flow.Tensor:
+        """``[b, kv_heads, s, d]`` -> ``[b, heads, s, d]``: each key/value head repeated for its
+        group of consecutive query heads (a no-op without grouped-query attention)."""
+        group = self.num_heads // self.kv_heads
+        if group == 1:
+            return x
+        # unsqueeze/expand/reshape rather than repeat_interleave, which is local-only in 0.9
+        batch, heads, length, size = x.shape
+        x = x.unsqueeze(2).expand(batch, heads, group, length, size)
+        return x.reshape(batch, heads * group, length, size)
+
+    def _place_bias(self, bias: Optional[flow.Tensor]) -> Optional[flow.Tensor]:
+        """The score bias on this layer's stage, split over heads like the scores."""
+        if bias is None:
+            return None
+        if bias.ndim != 4:
+            raise ValueError(
+                f"position_bias must be [1|batch, heads, query_len, key_len]; got shape "
+                f"{tuple(bias.shape)}"
+            )
+        return to_sbp(bias, self.layout, self.layer_idx, tensor_sbp=split(1))
 
     def _to_here(self, tensor: flow.Tensor) -> flow.Tensor:
         return to_sbp(tensor, self.layout, self.layer_idx)
@@ -188,13 +276,20 @@ class MultiheadAttention(nn.Module):
         cols = arange(0, k_len, self.layout, self.layer_idx).view(1, k_len)
         return (cols <= rows).view(1, 1, q_len, k_len)
 
-    def _masked_softmax(self, scores: flow.Tensor, mask: Optional[flow.Tensor]) -> flow.Tensor:
-        if self.scale_mask_softmax_fusion and mask is not None:
+    def _masked_softmax(
+        self,
+        scores: flow.Tensor,
+        mask: Optional[flow.Tensor],
+        position_bias: Optional[flow.Tensor] = None,
+    ) -> flow.Tensor:
+        if self.scale_mask_softmax_fusion and mask is not None and position_bias is None:
             return flow._C.fused_scale_mask_softmax(
                 scores, mask.expand(*scores.shape), fill_value=_MASK_FILL, scale=self.coeff
             )
         if self.coeff != 1.0:
             scores = scores * self.coeff
+        if position_bias is not None:
+            scores = scores + position_bias
         if mask is not None:
             scores = scores.masked_fill(flow.logical_not(mask), _MASK_FILL)
         return flow.softmax(scores, dim=-1)
@@ -210,6 +305,7 @@ class MultiheadAttention(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
+            f"head_size={self.head_size}, kv_heads={self.kv_heads}, "
             f"is_cross_attention={self.is_cross_attention}, "
             f"attn_mask_type={self.attn_mask_type.value}, layer_idx={self.layer_idx}"
         )
@@ -254,4 +350,17 @@ def _check_heads(hidden_size: int, num_heads: int, tp: int) -> None:
         raise ValueError(
             f"num_attention_heads={num_heads} cannot be split over tensor_parallel_size={tp}; "
             f"use a head count divisible by {tp}"
+        )
+
+
+def _check_kv_heads(num_heads: int, kv_heads: int, tp: int) -> None:
+    if kv_heads <= 0 or num_heads % kv_heads:
+        raise ValueError(
+            f"num_key_value_heads={kv_heads} must divide num_attention_heads={num_heads} "
+            "(each key/value head serves a whole group of query heads)"
+        )
+    if kv_heads % tp:
+        raise ValueError(
+            f"num_key_value_heads={kv_heads} cannot be split over tensor_parallel_size={tp}; "
+            f"use a key/value head count divisible by {tp}"
         )

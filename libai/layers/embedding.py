@@ -1,5 +1,5 @@
-"""Embedding tables: ``VocabEmbedding`` (vocabulary split over tensor parallel ranks) and
-``Embedding`` (replicated).
+"""Embedding tables: ``VocabEmbedding`` (vocabulary split over tensor parallel ranks),
+``Embedding`` (replicated) and the fixed ``SinePositionalEmbedding``.
 
 A word-embedding table is usually the largest parameter of a language model, so
 ``VocabEmbedding`` splits its rows over the tensor-parallel ranks. A lookup then happens on
@@ -7,15 +7,17 @@ every rank against its own rows (ids outside them contribute zeros), giving a pa
 is converted to broadcast: one all-reduce of the ``[batch, seq, hidden]`` output. The same
 table, split the same way, gives the LM head its vocabulary-split logits (:class:`LMLogits`).
 """
+import math
 from typing import Any, Callable, Optional
 
+import numpy as np
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import broadcast, make_parameter, split, to_sbp
+from libai.layers.utils import broadcast, make_parameter, place_constant, split, to_sbp
 from libai.utils.distributed import current_layout
 
-__all__ = ["VocabEmbedding", "Embedding"]
+__all__ = ["VocabEmbedding", "Embedding", "SinePositionalEmbedding", "sinusoid_table"]
 
 
 def _padded_init(
@@ -148,3 +150,40 @@ class Embedding(_EmbeddingBase):
         super().__init__(
             num_embeddings, embedding_dim, init_method, padding_idx, layer_idx, dtype, amp_enabled
         )
+
+
+def sinusoid_table(num_positions: int, dim: int) -> np.ndarray:
+    """The fixed position code of "Attention Is All You Need": even columns ``sin(p / 10000^(i/d))``,
+    odd columns the matching ``cos`` (float32 ``[num_positions, dim]``)."""
+    position = np.arange(num_positions, dtype=np.float64)[:, None]
+    inv_freq = np.exp(np.arange(0, dim, 2, dtype=np.float64) * (-math.log(10000.0) / dim))
+    table = np.zeros((num_positions, dim), dtype=np.float64)
+    table[:, 0::2] = np.sin(position * inv_freq)
+    table[:, 1::2] = np.cos(position * inv_freq)[:, : dim // 2]
+    return table.astype(np.float32)
+
+
+class SinePositionalEmbedding(nn.Module):
+    """Fixed (not learned) sinusoidal position embeddings, looked up by position id.
+
+    The table is a buffer, replicated on the stage of ``layer_idx``, so it is saved with the
+    model but never trained. ``forward(position_ids)`` -> ``[*position_ids.shape, embedding_dim]``.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, layer_idx: int = 0) -> None:
+        super().__init__()
+        self.layout = current_layout()
+        self.layer_idx = layer_idx
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        table = flow.tensor(sinusoid_table(num_embeddings, embedding_dim))
+        self.register_buffer(
+            "position_embedding", place_constant(table, self.layout, layer_idx)
+        )
+
+    def forward(self, position_ids: flow.Tensor) -> flow.Tensor:
+        ids = to_sbp(position_ids, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        return flow._C.gather(self.position_embedding, ids, axis=0)
+
+    def extra_repr(self) -> str:
+        return f"num_embeddings={self.num_embeddings}, embedding_dim={self.embedding_dim}"

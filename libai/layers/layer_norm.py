@@ -1,9 +1,14 @@
-"""``LayerNorm`` that places itself like every libai layer and picks its kernel by device.
+"""``LayerNorm`` and ``RMSLayerNorm``: normalisations placed like every libai layer.
 
 OneFlow 0.9.0's fused ``flow._C.layer_norm_affine`` exists only for CUDA; on the CPU it aborts
 the whole process at compute time. The layer therefore decides once, at construction, from
 ``layout.device_type``: the fused kernel on CUDA, the composite ``nn.functional.layer_norm``
 (mean/variance/rsqrt) elsewhere. Callers never choose.
+
+``RMSLayerNorm`` (alias ``RMSNorm``) is the T5 / Llama norm: no mean subtraction and no shift,
+``y = x / sqrt(mean(x²) + eps) * weight``. It is written with element-wise ops only (the fused
+``flow._C.rms_norm`` has no CPU kernel in 0.9.0) and always computes the statistics in float32,
+as Hugging Face's T5 and Llama do, so half-precision inputs do not lose the small variances.
 """
 from typing import Sequence, Union
 
@@ -13,7 +18,7 @@ from oneflow import nn
 from libai.layers.utils import broadcast, make_parameter, to_sbp
 from libai.utils.distributed import current_layout
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "RMSLayerNorm", "RMSNorm"]
 
 
 class LayerNorm(nn.Module):
@@ -85,3 +90,67 @@ class LayerNorm(nn.Module):
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}, layer_idx={self.layer_idx}"
         )
+
+
+class RMSLayerNorm(nn.Module):
+    """Root-mean-square normalisation over the last dim(s), then a learned scale.
+
+    Args:
+        normalized_shape: size (or sizes) of the normalised trailing dims.
+        eps: added to the mean of squares (T5 and Llama use 1e-6).
+        elementwise_affine: learn a scale (initialised to 1); there is never a shift.
+        layer_idx: pipeline position.
+        dtype: parameter dtype; the result is cast to it when it is half precision (what
+            Hugging Face's T5LayerNorm and LlamaRMSNorm do).
+
+    Like :class:`LayerNorm`, the input is made whole over the tensor-parallel axis and the
+    weight is broadcast on the layer's stage.
+    """
+
+    def __init__(
+        self,
+        normalized_shape: Union[int, Sequence[int]],
+        eps: float = 1e-6,
+        elementwise_affine: bool = True,
+        *,
+        layer_idx: int = 0,
+        dtype: flow.dtype = flow.float32,
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        self.eps = eps
+        self.l2norm_epsilon = eps  # LiBai's attribute name for the same number
+        self.elementwise_affine = elementwise_affine
+        self.layout = current_layout()
+        self.layer_idx = layer_idx
+        shape = self.normalized_shape
+        self.weight = (
+            make_parameter(shape, nn.init.ones_, self.layout, layer_idx, None, dtype)
+            if elementwise_affine
+            else None
+        )
+
+    def forward(self, x: flow.Tensor) -> flow.Tensor:
+        x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        dims = list(range(x.ndim - len(self.normalized_shape), x.ndim))
+        # statistics in at least float32 (half-precision inputs are upcast; float64 stays)
+        wide = x if x.dtype in (flow.float32, flow.float64) else x.to(flow.float32)
+        variance = flow.mean(wide * wide, dim=dims, keepdim=True)
+        normed = wide * flow.rsqrt(variance + self.eps)
+        if self.weight is None:
+            return normed if wide is x else normed.to(x.dtype)
+        if self.weight.dtype in (flow.float16, flow.bfloat16):
+            normed = normed.to(self.weight.dtype)
+        return normed * self.weight
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, layer_idx={self.layer_idx}"
+        )
+
+
+#: The name Hugging Face's Llama (and most newer code) uses for the same layer.
+RMSNorm = RMSLayerNorm

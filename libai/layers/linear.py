@@ -40,6 +40,9 @@ class Linear(nn.Module):
         dtype: parameter dtype.
     """
 
+    # Conv1D (GPT-2's layout) stores the weight [in, out]; everything else is the same
+    _stored_transposed = False
+
     def __init__(
         self,
         in_features: int,
@@ -65,11 +68,12 @@ class Linear(nn.Module):
         self.skip_bias_add = skip_bias_add
         _check_divisible(parallel, in_features, out_features, self.layout.tensor_parallel_size)
 
-        weight_sbp = {"col": split(0), "row": split(1), "data": None}[parallel]
+        # the weight is [out, in] (or [in, out] when stored transposed): "col" splits out
+        out_dim, in_dim = (1, 0) if self._stored_transposed else (0, 1)
+        weight_sbp = {"col": split(out_dim), "row": split(in_dim), "data": None}[parallel]
         bias_sbp = split(0) if parallel == "col" else None
-        self.weight = make_parameter(
-            (out_features, in_features), init_method, self.layout, layer_idx, weight_sbp, dtype
-        )
+        shape = (in_features, out_features) if self._stored_transposed else (out_features, in_features)
+        self.weight = make_parameter(shape, init_method, self.layout, layer_idx, weight_sbp, dtype)
         self.bias = (
             make_parameter((out_features,), nn.init.zeros_, self.layout, layer_idx, bias_sbp, dtype)
             if bias
@@ -84,7 +88,10 @@ class Linear(nn.Module):
             x = to_sbp(x, layout, idx, tensor_sbp=split(x.ndim - 1))
         else:
             x = to_sbp(x, layout, idx, tensor_sbp=broadcast())
-        y = flow.nn.functional.linear(x, self.weight)
+        if self._stored_transposed:
+            y = flow.matmul(x, self.weight)
+        else:
+            y = flow.nn.functional.linear(x, self.weight)
         if self.parallel == "row":
             # partial sums over the tensor axis -> the full product on every rank
             y = to_sbp(y, layout, idx, tensor_sbp=broadcast())

@@ -3,6 +3,19 @@
 ``hidden -> ffn`` is a ``"col"`` Linear, so each tensor-parallel rank holds a slice of the
 ``ffn`` features and applies the activation to its own slice; ``ffn -> hidden`` is a ``"row"``
 Linear that consumes exactly that slice. The pair costs one all-reduce in the forward pass.
+
+``gated=True`` is the GLU family (T5 v1.1's gated-GELU, Llama's SwiGLU): a second ``"col"``
+Linear, ``dense_h_to_4h_linear``, is multiplied element-wise with the activated
+``dense_h_to_4h``. Both are split the same way, so the product is still local to each rank.
+Parameter names and their Hugging Face counterparts:
+
+=========================  =====================  ======================
+libai                      T5 v1.1 / MT5          Llama
+=========================  =====================  ======================
+``dense_h_to_4h``          ``wi_0`` (activated)   ``gate_proj``
+``dense_h_to_4h_linear``   ``wi_1``               ``up_proj``
+``dense_4h_to_h``          ``wo``                 ``down_proj``
+=========================  =====================  ======================
 """
 from typing import Any, Callable, Optional
 
@@ -17,7 +30,7 @@ __all__ = ["MLP"]
 
 
 class MLP(nn.Module):
-    """``dropout(W2 · act(W1 · x + b1) + b2)``.
+    """``dropout(W2 · act(W1 · x + b1) + b2)``, or gated ``dropout(W2 · (act(W1 x) * (V x)))``.
 
     Args:
         hidden_size: input and output size.
@@ -31,6 +44,9 @@ class MLP(nn.Module):
         bias_dropout_fusion: on CUDA, add the output bias and apply dropout in one kernel.
             Ignored on the CPU.
         activation: activation name (see :func:`libai.layers.build_activation`).
+        gated: multiply the activated branch by a second, linear projection
+            ``dense_h_to_4h_linear`` (initialised with ``init_method``).
+        bias: give the linears biases (T5 v1.1 and Llama have none).
         layer_idx: pipeline position.
     """
 
@@ -45,6 +61,8 @@ class MLP(nn.Module):
         bias_dropout_fusion: bool = False,
         *,
         activation: str = "gelu",
+        gated: bool = False,
+        bias: bool = True,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -53,18 +71,26 @@ class MLP(nn.Module):
         self.layout = layout
         self.layer_idx = layer_idx
         self.output_dropout_prob = output_dropout_prob
-        self.bias_gelu_fusion = bias_gelu_fusion and on_cuda and activation == "gelu"
-        self.bias_dropout_fusion = bias_dropout_fusion and on_cuda
+        self.gated = gated
+        self.bias_gelu_fusion = (
+            bias_gelu_fusion and on_cuda and activation == "gelu" and bias and not gated
+        )
+        self.bias_dropout_fusion = bias_dropout_fusion and on_cuda and bias
         if output_layer_init_method is None:
             output_layer_init_method = init_method
 
         self.dense_h_to_4h = Linear(
-            hidden_size, ffn_hidden_size, bias=True, parallel="col", init_method=init_method,
+            hidden_size, ffn_hidden_size, bias=bias, parallel="col", init_method=init_method,
             skip_bias_add=self.bias_gelu_fusion, layer_idx=layer_idx,
         )
+        if gated:
+            self.dense_h_to_4h_linear = Linear(
+                hidden_size, ffn_hidden_size, bias=bias, parallel="col",
+                init_method=init_method, layer_idx=layer_idx,
+            )
         self.activation_func = build_activation(activation)
         self.dense_4h_to_h = Linear(
-            ffn_hidden_size, hidden_size, bias=True, parallel="row",
+            ffn_hidden_size, hidden_size, bias=bias, parallel="row",
             init_method=output_layer_init_method, skip_bias_add=self.bias_dropout_fusion,
             layer_idx=layer_idx,
         )
@@ -77,6 +103,8 @@ class MLP(nn.Module):
             inner = flow._C.fused_bias_add_gelu(inner, bias, axis=inner.ndim - 1)
         else:
             inner = self.activation_func(inner)
+        if self.gated:
+            inner = inner * self.dense_h_to_4h_linear(hidden_states)
         out = self.dense_4h_to_h(inner)
         if self.bias_dropout_fusion:
             out, bias = out

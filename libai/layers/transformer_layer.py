@@ -14,6 +14,14 @@ final LayerNorm after the last block; models add it.
 
 Vision models reuse the block: the attention works without a mask, ``activation`` picks the
 MLP's non-linearity and ``drop_path_prob`` adds stochastic depth.
+
+T5 v1.1 and Llama-style blocks are the same block with keyword options (defaults keep the
+GPT/BERT block): ``normalization="rmsnorm"`` (:class:`RMSLayerNorm`, no shift), ``bias=False``
+(no biases in any linear), ``gated_mlp=True`` (GLU feed-forward), ``softmax_scale`` /
+``head_size`` / ``num_key_value_heads`` / ``rotary_embedding`` (passed to the self attention;
+see :class:`MultiheadAttention`). ``forward`` takes ``position_bias`` (added to the
+self-attention scores) and ``encoder_decoder_position_bias`` (added to the cross-attention
+scores), T5's relative position biases.
 """
 from typing import Any, Callable, Optional, Tuple, Union
 
@@ -21,39 +29,18 @@ import oneflow as flow
 from oneflow import nn
 
 from libai.layers.attention import AttnMaskType, MultiheadAttention
-from libai.layers.layer_norm import LayerNorm
+from libai.layers.droppath import DropPath, drop_path
+from libai.layers.layer_norm import LayerNorm, RMSLayerNorm
 from libai.layers.mlp import MLP
+from libai.layers.rotary import RotaryEmbedding
 from libai.layers.utils import to_layer
 from libai.utils.distributed import current_layout
 
-__all__ = ["TransformerLayer", "DropPath", "drop_path"]
+__all__ = ["TransformerLayer", "DropPath", "drop_path"]  # the latter two live in droppath
 
 KeyValue = Tuple[flow.Tensor, ...]
 
-
-def drop_path(x: flow.Tensor, prob: float, training: bool) -> flow.Tensor:
-    """Stochastic depth: zero the whole residual branch of a random subset of samples.
-
-    The per-sample keep mask is a dropout of a ``[batch, 1, ...]`` slice of ones derived from
-    ``x``, so it inherits ``x``'s placement and SBP without any layout branch.
-    """
-    if prob == 0.0 or not training:
-        return x
-    first = (slice(None),) + (slice(0, 1),) * (x.ndim - 1)
-    ones = x[first].detach() * 0 + 1  # ops, not ones_like (a module nn.Graph would flag)
-    keep = flow.nn.functional.dropout(ones, p=prob, training=True)
-    return x * keep
-
-
-class DropPath(nn.Module):
-    """:func:`drop_path` as a module."""
-
-    def __init__(self, prob: float = 0.0) -> None:
-        super().__init__()
-        self.prob = prob
-
-    def forward(self, x: flow.Tensor) -> flow.Tensor:
-        return drop_path(x, self.prob, self.training)
+_NORMALIZATIONS = ("layernorm", "rmsnorm")
 
 
 class TransformerLayer(nn.Module):
@@ -74,6 +61,12 @@ class TransformerLayer(nn.Module):
         attn_mask_type: ``"padding"`` or ``"causal"`` for the self attention.
         layernorm_position: ``"pre"`` or ``"post"``.
         activation: the MLP activation.
+        normalization: ``"layernorm"`` or ``"rmsnorm"`` (T5, Llama).
+        bias: biases in the attention and MLP linears.
+        gated_mlp: a gated (GLU) feed-forward (see :class:`MLP`).
+        softmax_scale, head_size, num_key_value_heads, rotary_embedding: self-attention
+            options (see :class:`MultiheadAttention`); ``softmax_scale`` and ``head_size``
+            also apply to the cross attention.
         layer_idx: this block's index; every sub-layer lives on its pipeline stage.
     """
 
@@ -98,6 +91,13 @@ class TransformerLayer(nn.Module):
         *,
         layernorm_position: str = "pre",
         activation: str = "gelu",
+        normalization: str = "layernorm",
+        bias: bool = True,
+        gated_mlp: bool = False,
+        softmax_scale: Optional[float] = None,
+        head_size: Optional[int] = None,
+        num_key_value_heads: Optional[int] = None,
+        rotary_embedding: Optional[RotaryEmbedding] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -105,6 +105,10 @@ class TransformerLayer(nn.Module):
             raise ValueError(
                 f"layernorm_position={layernorm_position!r}; use 'pre' (norm before each "
                 "branch) or 'post' (norm after each residual add)"
+            )
+        if normalization not in _NORMALIZATIONS:
+            raise ValueError(
+                f"normalization={normalization!r}; use one of {_NORMALIZATIONS}"
             )
         self.layout = current_layout()
         self.layer_idx = layer_idx
@@ -119,10 +123,15 @@ class TransformerLayer(nn.Module):
             bias_dropout_fusion=bias_dropout_fusion,
             scale_mask_softmax_fusion=scale_mask_softmax_fusion,
             apply_query_key_layer_scaling=apply_query_key_layer_scaling,
+            bias=bias,
+            softmax_scale=softmax_scale,
+            head_size=head_size,
             layer_idx=layer_idx,
         )
 
-        def norm() -> LayerNorm:
+        def norm() -> nn.Module:
+            if normalization == "rmsnorm":
+                return RMSLayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=layer_idx)
             return LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=layer_idx)
 
         # Norm names follow their position: before a branch (pre) or after its residual (post).
@@ -130,7 +139,8 @@ class TransformerLayer(nn.Module):
             self.input_layernorm = norm()
         self.self_attention = MultiheadAttention(
             hidden_size, num_attention_heads, is_cross_attention=False,
-            attn_mask_type=attn_mask_type, **attention_args,
+            attn_mask_type=attn_mask_type, num_key_value_heads=num_key_value_heads,
+            rotary_embedding=rotary_embedding, **attention_args,
         )
         self.post_attention_layernorm = norm()
         if is_decoder:
@@ -142,7 +152,7 @@ class TransformerLayer(nn.Module):
         self.mlp = MLP(
             hidden_size, ffn_hidden_size, output_dropout_prob, init_method,
             output_layer_init_method, bias_gelu_fusion, bias_dropout_fusion,
-            activation=activation, layer_idx=layer_idx,
+            activation=activation, gated=gated_mlp, bias=bias, layer_idx=layer_idx,
         )
         if not self.pre_norm:
             self.output_layernorm = norm()
@@ -156,12 +166,16 @@ class TransformerLayer(nn.Module):
         encoder_attention_mask: Optional[flow.Tensor] = None,
         past_key_value: Optional[KeyValue] = None,
         use_cache: bool = False,
+        position_bias: Optional[flow.Tensor] = None,
+        encoder_decoder_position_bias: Optional[flow.Tensor] = None,
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, KeyValue]]:
         """Run the block on ``hidden_states`` ``[batch, seq, hidden]``.
 
         ``past_key_value`` is the flat tuple a previous ``use_cache=True`` call returned:
         ``(self_key, self_value)`` for an encoder block, plus ``(cross_key, cross_value)`` for
         a decoder block. With ``use_cache`` the result is ``(output, presents)``.
+        ``position_bias`` / ``encoder_decoder_position_bias`` are additive score biases
+        ``[1|batch, heads, q_len, k_len]`` of the self / cross attention.
         """
         hidden_states = to_layer(hidden_states, self.layout, self.layer_idx)
         past = tuple(past_key_value) if past_key_value is not None else None
@@ -181,13 +195,15 @@ class TransformerLayer(nn.Module):
 
         def self_attend(x):
             return keep_cache(self.self_attention(
-                x, attention_mask, past_key_value=past[:2] if past else None, use_cache=use_cache
+                x, attention_mask, past_key_value=past[:2] if past else None,
+                use_cache=use_cache, position_bias=position_bias,
             ))
 
         def cross_attend(x):
             return keep_cache(self.cross_attention(
                 x, encoder_attention_mask, encoder_states=encoder_states,
                 past_key_value=past[2:4] if past else None, use_cache=use_cache,
+                position_bias=encoder_decoder_position_bias,
             ))
 
         norms = self._norms()
@@ -197,7 +213,7 @@ class TransformerLayer(nn.Module):
         output = self._residual(h, self.mlp, norms[-1])
         return (output, tuple(presents)) if use_cache else output
 
-    def _norms(self) -> Tuple[LayerNorm, ...]:
+    def _norms(self) -> Tuple[nn.Module, ...]:
         """The norm of each branch (attention, [cross attention], MLP), in order."""
         cross = (self.post_cross_attention_layernorm,) if self.is_decoder else ()
         if self.pre_norm:
@@ -205,7 +221,7 @@ class TransformerLayer(nn.Module):
         return (self.post_attention_layernorm,) + cross + (self.output_layernorm,)
 
     def _residual(
-        self, x: flow.Tensor, branch: Callable[[flow.Tensor], flow.Tensor], norm: LayerNorm
+        self, x: flow.Tensor, branch: Callable[[flow.Tensor], flow.Tensor], norm: nn.Module
     ) -> flow.Tensor:
         """One residual branch, normalised before (pre) or after the add (post)."""
         if not self.pre_norm:

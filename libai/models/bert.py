@@ -88,14 +88,14 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
         pre_norm = layernorm_position == "pre"
         if embedding_dropout_prob is None:
             embedding_dropout_prob = hidden_dropout_prob
-        self.embeddings = TextEmbedding(
+        self.embeddings = self._build_embeddings(
             vocab_size, hidden_size, max_position_embeddings, num_tokentypes,
             embedding_dropout_prob, init,
             layernorm_epsilon=None if pre_norm else layernorm_epsilon, amp_enabled=amp_enabled,
         )
         self.encoder = TransformerStack(
             hidden_layers, hidden_size, intermediate_size, num_attention_heads,
-            attn_mask_type="padding", layernorm_position=layernorm_position,
+            attn_mask_type=self.attn_mask_type, layernorm_position=layernorm_position,
             layernorm_epsilon=layernorm_epsilon, final_layernorm_idx=-1 if pre_norm else None,
             activation=activation,
             **block_args(
@@ -114,6 +114,14 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
             else None
         )
         self.init_method = init
+
+    #: Self-attention masking of every block; a causal variant (RoBERTa's causal LM) sets
+    #: ``"causal"`` on a subclass rather than copying the encoder.
+    attn_mask_type: str = "padding"
+
+    def _build_embeddings(self, *args: Any, **kwargs: Any) -> TextEmbedding:
+        """The embedding layer (a hook: RoBERTa numbers positions from its padding id)."""
+        return TextEmbedding(*args, **kwargs)
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
@@ -227,7 +235,9 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
     """BERT with a classifier on the pooled ``[CLS]`` output.
 
     Config: every :class:`BertModel` setting plus ``num_labels`` (default 2) and
-    ``classifier_dropout`` (default: hidden_dropout_prob).
+    ``classifier_dropout`` (default: hidden_dropout_prob). ``add_binary_head``, which the
+    pretraining config shared with LiBai's classification recipes carries, is accepted and has
+    no effect here (this head is the classifier).
 
     ``forward(input_ids, attention_mask, tokentype_ids=None, labels=None)`` returns
     ``{"cls_loss"}`` in training with labels, else ``{"prediction_scores": [b, num_labels]}``.
@@ -238,7 +248,7 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
         super().__init__()
         args, extra = resolve_arguments(
             merge_config(cfg, model_args), BertModel.__init__, "BertForClassification",
-            extra={"num_labels": 2, "classifier_dropout": None},
+            extra={"num_labels": 2, "classifier_dropout": None, "add_binary_head": None},
         )
         args["add_pooler"] = True
         self.bert = BertModel(**args)

@@ -16,7 +16,7 @@ from oneflow import nn
 from libai.config import configurable
 from libai.layers import LMLogits
 from libai.models.common.config import merge_config, resolve_arguments
-from libai.models.common.losses import LMLoss
+from libai.models.common.losses import GPTLoss
 from libai.models.pretrained.api import PretrainedMixin
 from libai.models.utils.generation import GenerationMixin
 from libai.models.transformer import (
@@ -154,7 +154,7 @@ class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Gener
         super().__init__()
         args, _ = resolve_arguments(merge_config(cfg, model_args), GPTModel.__init__, "GPTForPreTraining")
         self.GPT_model = GPTModel(**args)
-        self.loss_func = LMLoss(layer_idx=-1)
+        self.loss_func = GPTLoss(layer_idx=-1)
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
@@ -174,7 +174,7 @@ class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Gener
         out = self.GPT_model(input_ids, attention_mask, past_key_values, use_cache, position_ids)
         logits, presents = out if use_cache else (out, None)
         if self.training and labels is not None:
-            return {"lm_loss": self.loss_func(logits, labels)}
+            return self.loss_func(logits, labels)
         if use_cache:
             return {"prediction_scores": logits, "past_key_values": presents}
         return {"prediction_scores": logits}

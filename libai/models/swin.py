@@ -137,34 +137,54 @@ class WindowAttention(nn.Module):
         self.dim, self.window_size, self.num_heads = dim, window_size, num_heads
         self.head_dim = dim // num_heads
         self.scale = self.head_dim ** -0.5
-        rows = (2 * window_size - 1) ** 2
-        # split by head over tensor-parallel ranks, like the heads themselves
-        self.relative_position_bias_table = make_parameter(
-            (rows, num_heads), init_method, self.layout, layer_idx, tensor_sbp=split(1)
-        )
+        self._init_position_bias(init_method)
         index = flow.tensor(relative_position_index(window_size).reshape(-1))
         self.register_buffer(
             "relative_position_index", place_constant(index, self.layout, layer_idx),
             persistent=False,
         )
-        self.qkv = Linear(dim, 3 * dim, bias=qkv_bias, parallel="col", init_method=init_method,
-                          layer_idx=layer_idx)
+        self._init_qkv(qkv_bias, init_method)
         self.proj = Linear(dim, dim, parallel="row", init_method=init_method, layer_idx=layer_idx)
         self.attn_drop = nn.Dropout(attn_drop)
         self.proj_drop = nn.Dropout(proj_drop)
 
+    # The hooks below are what Swin V2's attention (libai.models.swin_transformer_v2) replaces;
+    # the windowing, masking, softmax and output projection stay this class's.
+    def _init_position_bias(self, init_method: Callable[[flow.Tensor], Any]) -> None:
+        """V1: a learned ``[(2w-1)², heads]`` table, split by head over tensor-parallel ranks."""
+        rows = (2 * self.window_size - 1) ** 2
+        self.relative_position_bias_table = make_parameter(
+            (rows, self.num_heads), init_method, self.layout, self.layer_idx, tensor_sbp=split(1)
+        )
+
+    def _init_qkv(self, qkv_bias: bool, init_method: Callable[[flow.Tensor], Any]) -> None:
+        """One column-parallel q/k/v projection laid out head by head."""
+        self.qkv = Linear(self.dim, 3 * self.dim, bias=qkv_bias, parallel="col",
+                          init_method=init_method, layer_idx=self.layer_idx)
+
+    def _bias_rows(self) -> flow.Tensor:
+        """``[(2w-1)², heads]``: the bias of each relative offset, per head."""
+        return self.relative_position_bias_table
+
     def relative_position_bias(self) -> flow.Tensor:
         """``[1, heads, window², window²]``: the bias added to every window's scores."""
         tokens = self.window_size * self.window_size
-        bias = flow.index_select(self.relative_position_bias_table, 0, self.relative_position_index)
+        bias = flow.index_select(self._bias_rows(), 0, self.relative_position_index)
         return bias.view(tokens, tokens, self.num_heads).permute(2, 0, 1).unsqueeze(0)
+
+    def _project(self, x: flow.Tensor) -> flow.Tensor:
+        """``[B_, N, dim] -> [B_, N, heads · 3 · head_dim]`` (per-head q, k, v)."""
+        return self.qkv(x)
+
+    def _scores(self, q: flow.Tensor, k: flow.Tensor) -> flow.Tensor:
+        """V1: scaled dot products plus the relative position bias."""
+        return flow.matmul(q * self.scale, k, transpose_b=True) + self.relative_position_bias()
 
     def forward(self, x: flow.Tensor, mask: Optional[flow.Tensor] = None) -> flow.Tensor:
         windows, tokens, _ = x.shape
-        qkv = self.qkv(x).view(windows, tokens, self.num_heads, 3 * self.head_dim)
+        qkv = self._project(x).view(windows, tokens, self.num_heads, 3 * self.head_dim)
         q, k, v = flow.chunk(qkv.permute(0, 2, 1, 3), 3, dim=-1)  # each [B_, heads, N, d]
-        scores = flow.matmul(q * self.scale, k, transpose_b=True)
-        scores = scores + self.relative_position_bias()
+        scores = self._scores(q, k)
         if mask is not None:
             num_windows = mask.shape[0]
             per_image = scores.view(
@@ -194,6 +214,8 @@ class SwinBlock(nn.Module):
         shift_size: cyclic shift before attention (``0`` or, usually, ``window_size // 2``).
         drop, attn_drop, drop_path: dropout, attention dropout, stochastic depth.
         layer_idx: this block's index (its pipeline stage).
+        **attention_args: further arguments of ``attention_cls`` (Swin V2's
+            ``pretrained_window_size``).
     """
 
     def __init__(
@@ -211,6 +233,7 @@ class SwinBlock(nn.Module):
         init_method: Callable[[flow.Tensor], Any] = trunc_normal_init(),
         *,
         layer_idx: int = 0,
+        **attention_args: Any,
     ) -> None:
         super().__init__()
         self.layout = current_layout()
@@ -222,8 +245,8 @@ class SwinBlock(nn.Module):
         _check_window(self.input_resolution, window_size, shift_size)
         self.window_size, self.shift_size = window_size, shift_size
         self.norm1 = LayerNorm(dim, layer_idx=layer_idx)
-        self.attn = WindowAttention(dim, window_size, num_heads, qkv_bias, attn_drop, drop,
-                                    init_method, layer_idx=layer_idx)
+        self.attn = self.attention_cls(dim, window_size, num_heads, qkv_bias, attn_drop, drop,
+                                       init_method, layer_idx=layer_idx, **attention_args)
         self.drop_path = DropPath(drop_path)
         self.norm2 = LayerNorm(dim, layer_idx=layer_idx)
         self.mlp = MLP(dim, int(dim * mlp_ratio), drop, init_method, activation="gelu",
@@ -235,6 +258,11 @@ class SwinBlock(nn.Module):
             mask = place_constant(additive, self.layout, layer_idx)
         self.register_buffer("attn_mask", mask, persistent=False)
 
+    #: The window attention class; Swin V2 swaps in its cosine attention.
+    attention_cls: type = WindowAttention
+    #: False: ``x + f(LN(x))`` (V1, pre-norm); True: ``x + LN(f(x))`` (V2's res-post-norm).
+    post_norm: bool = False
+
     def forward(self, x: flow.Tensor) -> flow.Tensor:
         x = to_layer(x, self.layout, self.layer_idx)
         height, width = self.input_resolution
@@ -244,7 +272,7 @@ class SwinBlock(nn.Module):
                 f"SwinBlock built for a {height}x{width} map got {length} tokens; "
                 "the image size must match the model's img_size"
             )
-        h = self.norm1(x).view(batch, height, width, channels)
+        h = (x if self.post_norm else self.norm1(x)).view(batch, height, width, channels)
         shift = self.shift_size
         if shift:
             h = flow.roll(h, shifts=(-shift, -shift), dims=(1, 2))
@@ -252,7 +280,11 @@ class SwinBlock(nn.Module):
         h = window_reverse(windows, self.window_size, height, width)
         if shift:
             h = flow.roll(h, shifts=(shift, shift), dims=(1, 2))
-        x = x + self.drop_path(h.reshape(batch, length, channels))
+        h = h.reshape(batch, length, channels)
+        if self.post_norm:
+            x = x + self.drop_path(self.norm1(h))
+            return x + self.drop_path(self.norm2(self.mlp(x)))
+        x = x + self.drop_path(h)
         return x + self.drop_path(self.mlp(self.norm2(x)))
 
     def extra_repr(self) -> str:
@@ -266,6 +298,7 @@ class PatchMerging(nn.Module):
     Each 2 × 2 neighbourhood is concatenated in the order (top-left, bottom-left, top-right,
     bottom-right), normalised, and projected by a bias-free Linear (replicated over
     tensor-parallel ranks: it is small and its output must be whole for the next norm).
+    ``post_norm=True`` (Swin V2) projects first and normalises the ``2C`` result.
     """
 
     def __init__(
@@ -275,6 +308,7 @@ class PatchMerging(nn.Module):
         init_method: Callable[[flow.Tensor], Any] = trunc_normal_init(),
         *,
         layer_idx: int = 0,
+        post_norm: bool = False,
     ) -> None:
         super().__init__()
         self.layout = current_layout()
@@ -285,7 +319,8 @@ class PatchMerging(nn.Module):
                 f"PatchMerging needs an even resolution, got {self.input_resolution}; the patch "
                 "grid (img_size / patch_size) must be divisible by 2 ** (number of stages - 1)"
             )
-        self.norm = LayerNorm(4 * dim, layer_idx=layer_idx)
+        self.post_norm = post_norm
+        self.norm = LayerNorm((2 if post_norm else 4) * dim, layer_idx=layer_idx)
         self.reduction = Linear(4 * dim, 2 * dim, bias=False, init_method=init_method,
                                 layer_idx=layer_idx)
 
@@ -296,6 +331,8 @@ class PatchMerging(nn.Module):
         x = x.view(batch, height // 2, 2, width // 2, 2, channels)
         # [B, h, dy, w, dx, C] -> [B, h, w, dx, dy, C]: dy varies fastest, as the order above
         x = x.permute(0, 1, 3, 4, 2, 5).reshape(batch, (height // 2) * (width // 2), 4 * channels)
+        if self.post_norm:
+            return self.norm(self.reduction(x))
         return self.reduction(self.norm(x))
 
 
@@ -303,8 +340,10 @@ class SwinStage(nn.Module):
     """``depth`` blocks alternating plain and shifted windows, then an optional PatchMerging.
 
     Block ``j`` gets ``layer_idx = first_layer_idx + j`` and stochastic depth
-    ``drop_paths[j]``; the merging shares the last index. ``block_args`` go to every
-    :class:`SwinBlock` (``mlp_ratio``, ``qkv_bias``, ``drop``, ``attn_drop``, ``init_method``).
+    ``drop_paths[j]``; the merging shares the last index. ``block_args`` go to every block
+    (``mlp_ratio``, ``qkv_bias``, ``drop``, ``attn_drop``, ``init_method``, and whatever a
+    ``block_cls`` other than :class:`SwinBlock` takes); ``merge_post_norm`` is
+    :class:`PatchMerging`'s ``post_norm`` (Swin V2 passes its block class and True).
     """
 
     def __init__(
@@ -317,12 +356,15 @@ class SwinStage(nn.Module):
         drop_paths: Sequence[float],
         downsample: bool,
         first_layer_idx: int,
+        block_cls: Optional[type] = None,
+        merge_post_norm: bool = False,
         **block_args: Any,
     ) -> None:
         super().__init__()
+        block_cls = SwinBlock if block_cls is None else block_cls
         self.blocks = nn.ModuleList(
             [
-                SwinBlock(
+                block_cls(
                     dim, input_resolution, num_heads, window_size,
                     shift_size=0 if j % 2 == 0 else window_size // 2, drop_path=drop_paths[j],
                     layer_idx=first_layer_idx + j, **block_args,
@@ -332,7 +374,7 @@ class SwinStage(nn.Module):
         )
         self.downsample = (
             PatchMerging(input_resolution, dim, block_args.get("init_method", trunc_normal_init()),
-                         layer_idx=first_layer_idx + depth - 1)
+                         layer_idx=first_layer_idx + depth - 1, post_norm=merge_post_norm)
             if downsample
             else None
         )
@@ -402,7 +444,7 @@ class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
                 embed_dim * 2 ** i, (grid[0] // 2 ** i, grid[1] // 2 ** i), depth, heads,
                 window_size, rates[first:first + depth], downsample=i < len(depths) - 1,
                 first_layer_idx=first, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, drop=drop_rate,
-                attn_drop=attn_drop_rate, init_method=init,
+                attn_drop=attn_drop_rate, init_method=init, **self._stage_options(i),
             ))
         self.layers = nn.ModuleList(stages)
         self.num_features = embed_dim * 2 ** (len(depths) - 1)
@@ -413,6 +455,11 @@ class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
     @classmethod
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
         return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+
+    def _stage_options(self, stage: int) -> Dict[str, Any]:
+        """Extra :class:`SwinStage` arguments of stage ``stage`` (V1: none; V2 picks its
+        block class and per-stage pretrained window size here)."""
+        return {}
 
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """Average-pooled, normalised features of the last stage ``[B, num_features]``."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers import Embedding, LayerNorm, TransformerLayer, VocabEmbedding
+from libai.layers import Embedding, LayerNorm, RMSLayerNorm, TransformerLayer, VocabEmbedding
 from libai.layers.utils import arange, to_layer
 from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
 from libai.utils.distributed import current_layout
@@ -133,7 +133,8 @@ class TransformerStack(nn.Module):
             (post-norm stacks end normalised already).
         is_decoder, attn_mask_type, layernorm_position: passed to every block.
         **layer_args: the remaining :class:`~libai.layers.TransformerLayer` arguments
-            (dropouts, eps, init methods, fusions ...).
+            (dropouts, eps, init methods, fusions ...); ``normalization="rmsnorm"`` also
+            makes the final norm an :class:`~libai.layers.RMSLayerNorm`.
     """
 
     def __init__(
@@ -166,8 +167,9 @@ class TransformerStack(nn.Module):
                 for i in range(num_layers)
             ]
         )
+        norm_class = RMSLayerNorm if layer_args.get("normalization") == "rmsnorm" else LayerNorm
         self.final_layernorm = (
-            LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=final_layernorm_idx)
+            norm_class(hidden_size, eps=layernorm_epsilon, layer_idx=final_layernorm_idx)
             if final_layernorm_idx is not None
             else None
         )
@@ -180,8 +182,13 @@ class TransformerStack(nn.Module):
         encoder_attention_mask: Optional[flow.Tensor] = None,
         past_key_values: Optional[Sequence[KeyValue]] = None,
         use_cache: bool = False,
+        position_bias: Optional[flow.Tensor] = None,
+        encoder_decoder_position_bias: Optional[flow.Tensor] = None,
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, Tuple[KeyValue, ...]]]:
         """Run every block; with ``use_cache`` also return each block's key/value cache.
+
+        ``position_bias`` / ``encoder_decoder_position_bias`` (additive attention-score biases,
+        T5's relative positions) are shared by every block.
 
         ``past_key_values`` holds one entry per block, as a previous ``use_cache=True`` call
         returned them (see :meth:`~libai.layers.TransformerLayer.forward`); the result is then
@@ -199,7 +206,8 @@ class TransformerStack(nn.Module):
                 hidden_states, attention_mask,
                 encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
                 past_key_value=None if past_key_values is None else past_key_values[i],
-                use_cache=use_cache,
+                use_cache=use_cache, position_bias=position_bias,
+                encoder_decoder_position_bias=encoder_decoder_position_bias,
             )
             if use_cache:
                 out, present = out

@@ -34,16 +34,16 @@ def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
     so it can still be saved as YAML afterwards.
     """
     # Imported on use: libai.optim stays importable without the config package's dependencies.
-    from libai.config.instantiate import instantiate_with
+    from libai.config.instantiate import instantiate_with, is_node
 
     if not isinstance(cfg, Mapping):
         raise TypeError(
             f"build_optimizer needs an optimizer config node (LazyCall(...)(...)), got "
             f"{type(cfg).__name__}"
         )
-    if "_target_" not in cfg:
+    if not is_node(cfg):  # a LazyCall node, or a registry node dict(name="AdamW", ...)
         raise ValueError(
-            "the optimizer config has no _target_; write it as "
+            "the optimizer config has no _target_ (nor a registered name=); write it as "
             "optim = LazyCall(flow.optim.AdamW)(params=LazyCall(get_default_optimizer_params)(), lr=...)"
         )
     if "params" not in cfg or cfg["params"] is None:
@@ -53,7 +53,7 @@ def build_optimizer(cfg: Any, model: flow.nn.Module) -> flow.optim.Optimizer:
             "of the model can be filled in"
         )
     params = cfg["params"]
-    if not hasattr(params, "keys") or "_target_" not in params:
+    if not hasattr(params, "keys") or not is_node(params):
         raise ValueError(
             f"optim.params must be a LazyCall node (of get_default_optimizer_params or a "
             f"function taking model=...), got {params!r}"

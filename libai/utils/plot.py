@@ -5,6 +5,9 @@ run that crashed may leave a truncated line, and a resumed run appends lines for
 repeats; both are handled: unreadable lines are skipped with a warning, and for an iteration
 seen twice the later value wins (it comes from the run that continued).
 
+The drawing helpers (:func:`draw_series`, :func:`draw_matrix`, :func:`image_grid`) also serve
+the live plots and TensorBoard hooks during training.
+
 Plots are drawn with matplotlib's Agg canvas directly, without ``pyplot``, so calling this from
 a notebook or a training process does not change the user's matplotlib backend.
 """
@@ -12,9 +15,19 @@ import json
 import logging
 import math
 import os
-from typing import Dict, List, Sequence, Tuple
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["read_metrics", "metric_series", "group_series", "plot_metrics"]
+__all__ = [
+    "read_metrics",
+    "metric_series",
+    "group_series",
+    "plot_metrics",
+    "draw_series",
+    "draw_matrix",
+    "save_figure_atomic",
+    "image_grid",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -118,10 +131,16 @@ def plot_metrics(input_path: str, output_dir: str, dpi: int = 100) -> List[str]:
     for group, members in groups.items():
         path = os.path.join(output_dir, f"{group}.png")
         title, ylabel = _TITLES[group]
-        _draw(members, path, title, ylabel, dpi, log_y=(group == "lr" and _spans_decades(members)))
+        draw_series(members, path, title, ylabel, dpi, log_y=(group == "lr" and _spans_decades(members)))
         written.append(path)
     logger.info("wrote %s", ", ".join(written))
     return written
+
+
+def spans_decades(members: Series) -> bool:
+    """Whether the positive values of ``members`` span a factor of 100 or more (then a log
+    scale shows them better, as for a learning rate that warms up from 0.001 × base)."""
+    return _spans_decades(members)
 
 
 def _spans_decades(members: Series) -> bool:
@@ -129,7 +148,10 @@ def _spans_decades(members: Series) -> bool:
     return bool(values) and max(values) / min(values) >= 100
 
 
-def _draw(members: Series, path: str, title: str, ylabel: str, dpi: int, log_y: bool) -> None:
+def draw_series(members: Series, path: str, title: str, ylabel: str, dpi: int = 100,
+                log_y: bool = False) -> None:
+    """One line per series of ``members`` against the iteration, saved as a PNG at ``path``
+    (atomically, see :func:`save_figure_atomic`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -149,4 +171,76 @@ def _draw(members: Series, path: str, title: str, ylabel: str, dpi: int, log_y: 
     axes.grid(True, alpha=0.3)
     axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
-    figure.savefig(path, dpi=dpi)
+    save_figure_atomic(figure, path, dpi)
+
+
+def draw_matrix(matrix: Any, path: str, title: str, dpi: int = 100) -> None:
+    """A 2-D array as a colour image with a colour bar (a weight matrix: rows are output
+    features, columns input features), saved as a PNG at ``path`` atomically."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    values = np.asarray(matrix, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"draw_matrix needs a 2-D array, got shape {values.shape}")
+    figure = Figure(figsize=(6, 5))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    image = axes.imshow(values, aspect="auto", interpolation="nearest", cmap="viridis")
+    figure.colorbar(image, ax=axes)
+    axes.set_title(title)
+    axes.set_xlabel(f"column (of {values.shape[1]})")
+    axes.set_ylabel(f"row (of {values.shape[0]})")
+    figure.tight_layout()
+    save_figure_atomic(figure, path, dpi)
+
+
+def save_figure_atomic(figure: Any, path: str, dpi: int = 100) -> None:
+    """Save ``figure`` as a PNG at ``path`` so that a reader never sees half a file: it is
+    written to a temporary file in the same folder, then renamed over ``path`` (a rename within
+    one file system is atomic). An image viewer refreshing the file during training therefore
+    always shows the previous or the new picture."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                                         dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as f:
+            figure.savefig(f, format="png", dpi=dpi)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a plot is for everyone to view
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def image_grid(images: Any, columns: Optional[int] = None, padding: int = 2) -> Any:
+    """Tile a batch of images ``[N, C, H, W]`` into one ``[C, H', W']`` float image in [0, 1].
+
+    Each image is scaled by its own minimum and maximum (a normalized input, with values around
+    0, becomes visible; a constant image becomes black), then placed on a black canvas in rows
+    of ``columns`` (default: ceil(sqrt(N)), a near-square grid) with ``padding`` pixels between
+    them.
+    """
+    import numpy as np
+
+    batch = np.asarray(images, dtype=np.float32)
+    if batch.ndim != 4 or batch.shape[0] == 0:
+        raise ValueError(f"image_grid needs a non-empty batch [N, C, H, W], got shape {batch.shape}")
+    n, channels, height, width = batch.shape
+    columns = columns or int(math.ceil(math.sqrt(n)))
+    rows = int(math.ceil(n / columns))
+    low = batch.reshape(n, -1).min(axis=1).reshape(n, 1, 1, 1)
+    high = batch.reshape(n, -1).max(axis=1).reshape(n, 1, 1, 1)
+    span = np.where(high > low, high - low, 1.0)
+    scaled = np.where(high > low, (batch - low) / span, 0.0)
+    grid = np.zeros((channels, rows * height + (rows + 1) * padding,
+                     columns * width + (columns + 1) * padding), dtype=np.float32)
+    for index in range(n):
+        row, column = divmod(index, columns)
+        top = padding + row * (height + padding)
+        left = padding + column * (width + padding)
+        grid[:, top:top + height, left:left + width] = scaled[index]
+    return grid

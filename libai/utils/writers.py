@@ -5,6 +5,12 @@
   throughput, memory);
 * :class:`TensorboardXWriter` sends scalars to TensorBoard.
 
+Everything of one process that goes to TensorBoard in one ``log_dir`` (these scalars, and the
+images, histograms and per-group learning rates of
+:class:`~libai.engine.hooks.TensorboardVisuals`) shares one ``SummaryWriter`` through
+:func:`open_summary_writer`, so the folder holds one live event file: TensorBoard polls only the
+newest event file of a folder, and a second writer's file would stop updating on screen.
+
 A writer reads the storage that is current when :meth:`EventWriter.write` is called, so one
 writer serves every storage of a run. In a multi-process run only rank 0 should own writers
 (``DefaultTrainer.build_writers`` decides); the storage itself exists on every rank.
@@ -16,11 +22,18 @@ import os
 import re
 import sys
 import weakref
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from libai.utils.storage import EventStorage, get_event_storage
 
-__all__ = ["EventWriter", "JSONWriter", "CommonMetricPrinter", "TensorboardXWriter"]
+__all__ = [
+    "EventWriter",
+    "JSONWriter",
+    "CommonMetricPrinter",
+    "TensorboardXWriter",
+    "open_summary_writer",
+    "release_summary_writer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -150,15 +163,13 @@ class TensorboardXWriter(_NewScalarsMixin, EventWriter):
         **kwargs: Any,
     ) -> None:
         self._init_tracking(window_size, samples_per_iter)
-        try:
-            from tensorboardX import SummaryWriter
-        except ImportError as e:
-            raise ImportError(
-                "TensorboardXWriter needs the optional package tensorboardX: "
-                "`pip install tensorboardX==2.6.5` (or leave TensorboardXWriter out of "
-                "build_writers)"
-            ) from e
-        self._writer = SummaryWriter(log_dir, **kwargs)
+        self._log_dir = log_dir
+        self._shared = not kwargs  # custom SummaryWriter arguments get a writer of their own
+        if self._shared:
+            self._writer = open_summary_writer(log_dir)
+        else:
+            self._writer = _summary_writer_class()(log_dir, **kwargs)
+        self._released = False
 
     def write(self) -> None:
         groups = self._new_scalars()
@@ -169,7 +180,56 @@ class TensorboardXWriter(_NewScalarsMixin, EventWriter):
             self._writer.flush()
 
     def close(self) -> None:
-        self._writer.close()
+        if self._shared and not self._released:
+            self._released = True
+            release_summary_writer(self._log_dir)  # closes it when no hook holds it any more
+        else:
+            # Writing after a close reopens a file (tensorboardX does): close that one too.
+            self._writer.close()
+
+
+def _summary_writer_class() -> Any:
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError as e:
+        raise ImportError(
+            "TensorBoard logging needs the optional package tensorboardX: "
+            "`pip install tensorboardX==2.6.5` (or leave TensorboardXWriter out of "
+            "build_writers)"
+        ) from e
+    return SummaryWriter
+
+
+# log_dir (absolute) -> [SummaryWriter, number of holders]
+_SHARED_WRITERS: Dict[str, List[Any]] = {}
+
+
+def open_summary_writer(log_dir: str) -> Any:
+    """The ``tensorboardX.SummaryWriter`` of this process for ``log_dir``, created on first use.
+
+    Every caller must call :func:`release_summary_writer` once when done; the writer is closed
+    when the last holder releases it. Raises ImportError (saying how to install it) when
+    tensorboardX is missing.
+    """
+    key = os.path.abspath(log_dir)
+    entry = _SHARED_WRITERS.get(key)
+    if entry is None:
+        entry = _SHARED_WRITERS[key] = [_summary_writer_class()(log_dir), 0]
+    entry[1] += 1
+    return entry[0]
+
+
+def release_summary_writer(log_dir: str) -> None:
+    """Give back what :func:`open_summary_writer` returned; the last release flushes and closes
+    the event file. Releasing a folder that is not open is a no-op."""
+    key = os.path.abspath(log_dir)
+    entry = _SHARED_WRITERS.get(key)
+    if entry is None:
+        return
+    entry[1] -= 1
+    if entry[1] <= 0:
+        del _SHARED_WRITERS[key]
+        entry[0].close()
 
 
 _ILLEGAL_TAG_CHARS = re.compile(r"[^-/\w.]")

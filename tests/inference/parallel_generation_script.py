@@ -64,15 +64,17 @@ def run(layout_name, results):
             b = reference.generate(max_new_tokens=7, **kwargs()).numpy().tolist()
             results[f"{layout_name}/{case}"] = [a, b]
 
-    ref = np.load(os.path.join(FIXTURES, "gpt2", "reference.npz"))
-    pipe = TextGenerationPipeline(os.path.join(FIXTURES, "gpt2"), **PIPELINE_SIZES[layout_name])
-    prompts_ = [ref["padded_prompts"][0].tolist(), ref["padded_prompts"][1, 2:].tolist()]
-    got = [r["generated_token_ids"] for r in pipe(prompts_, max_new_tokens=6, eos_token_id=2)]
-    beam = pipe(ref["prompt"][0].tolist(), max_new_tokens=6, eos_token_id=2, num_beams=3)
-    results[f"{layout_name}/hf_gpt2_pipeline"] = [
-        got + [beam["generated_token_ids"]],
-        [ref["padded_greedy"][0].tolist(), ref["padded_greedy"][1, 2:].tolist(), ref["beam3"][0].tolist()],
-    ]
+    for family in ("gpt2", "llama"):  # transformers' tokens, from the fixture
+        ref = np.load(os.path.join(FIXTURES, family, "reference.npz"))
+        pipe = TextGenerationPipeline(os.path.join(FIXTURES, family), **PIPELINE_SIZES[layout_name])
+        prompts_ = [ref["padded_prompts"][0].tolist(), ref["padded_prompts"][1, 2:].tolist()]
+        got = [r["generated_token_ids"] for r in pipe(prompts_, max_new_tokens=6, eos_token_id=2)]
+        beam = pipe(ref["prompt"][0].tolist(), max_new_tokens=6, eos_token_id=2, num_beams=3)
+        results[f"{layout_name}/hf_{family}_pipeline"] = [
+            got + [beam["generated_token_ids"]],
+            [ref["padded_greedy"][0].tolist(), ref["padded_greedy"][1, 2:].tolist(),
+             ref["beam3"][0].tolist()],
+        ]
 
     bert = np.load(os.path.join(FIXTURES, "bert_classifier", "reference.npz"))
     classify = TextClassificationPipeline(os.path.join(FIXTURES, "bert_classifier"),

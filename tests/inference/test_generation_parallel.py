@@ -29,7 +29,8 @@ def ranks(tmp_path_factory):
 
 
 TOKEN_CASES = ["gpt_greedy_padded", "gpt_beam3", "gpt_repetition", "gpt_sample_seeded",
-               "gpt_greedy_no_cache", "t5_greedy", "t5_beam3", "hf_gpt2_pipeline"]
+               "gpt_greedy_no_cache", "t5_greedy", "t5_beam3", "hf_gpt2_pipeline",
+               "hf_llama_pipeline"]
 
 
 @pytest.mark.parametrize("case", TOKEN_CASES)

@@ -81,8 +81,29 @@ def t5_case(rng):
 CASES = {"gpt": gpt_case, "bert": bert_case, "t5": t5_case}
 
 
+def _zoo_cases():
+    """More cases, one module per model family in ``zoo_cases/`` (each defines ``CASES``
+    mapping a name to a function ``rng -> (build, num_layers, fields)`` shaped like the
+    cases above); they run only when named in a layout spec (``tp2:roberta``)."""
+    import importlib.util
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_cases")
+    found = {}
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.endswith(".py") and not name.startswith("_"):
+            spec = importlib.util.spec_from_file_location(f"zoo_cases_{name[:-3]}",
+                                                          os.path.join(folder, name))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            found.update(module.CASES)
+    return found
+
+
+ZOO_CASES = _zoo_cases()
+
+
 def run_case(layout_name, case):
-    build, num_layers, fields = CASES[case](np.random.RandomState(3))
+    build, num_layers, fields = {**CASES, **ZOO_CASES}[case](np.random.RandomState(3))
     layout = global_layout(pipeline_num_layers=num_layers, **LAYOUTS[layout_name])
     parallel, reference = build_twice(build, layout, seed=5)
     init = compare_params(parallel, reference, grads=False)

@@ -15,7 +15,7 @@ from safetensors.numpy import load_file, save_file
 
 from libai.models import (
     BertForClassification, BertForPreTraining, BertModel, GPTForPreTraining, GPTModel,
-    SwinTransformer, T5Model, VisionTransformer,
+    ResMLP, SwinTransformer, VisionTransformer,
 )
 from libai.models.pretrained import (
     PretrainedLoadError, from_pretrained, load_into, read_config, read_state_dict, save_pretrained,
@@ -156,8 +156,8 @@ def test_unsupported_config_is_refused(tmp_path):
 def test_wrong_family_and_unmapped_class_are_refused():
     with pytest.raises(ValueError, match=r"a 'gpt2' checkpoint cannot be loaded into BertModel"):
         BertModel.from_pretrained(_fixture("gpt2"))
-    with pytest.raises(ValueError, match="T5Model has no Hugging Face weight mapping"):
-        from_pretrained(T5Model, _fixture("t5"))
+    with pytest.raises(ValueError, match="ResMLP has no Hugging Face weight mapping"):
+        from_pretrained(ResMLP, _fixture("t5"))
 
 
 def test_fused_heads_layout_is_per_head_q_k_v():
@@ -293,8 +293,8 @@ def test_libai_loader_classes_use_the_same_mapping():
     gpt = GPT2LoaderHuggerFace(libai.models.GPTForPreTraining, {}, _fixture("gpt2")).load()
     logits, ref = _run(gpt, "gpt2", ["input_ids"], "prediction_scores")
     assert np.abs(logits - ref["logits"]).max() < TOL
-    with pytest.raises(ValueError, match="T5Model has no Hugging Face weight mapping"):
-        T5LoaderHuggerFace(libai.models.T5Model, {}, _fixture("t5")).load()
+    t5 = T5LoaderHuggerFace(libai.models.T5Model, {}, _fixture("t5")).load()  # tests/models/test_t5_hf.py
+    assert t5.tie_word_embeddings and t5.encoder_position_bias is not None
 
 
 def test_load_weight_takes_a_hugging_face_directory_or_delegates(local_layout):

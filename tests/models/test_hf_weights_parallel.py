@@ -11,7 +11,7 @@ import pytest
 from libai.utils.testing import launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = ["gpt2", "bert", "bert_classifier", "vit", "swin"]
+FIXTURES = ["gpt2", "bert", "bert_classifier", "vit", "swin", "roberta", "swinv2", "llama"]
 
 
 @pytest.fixture(scope="module")

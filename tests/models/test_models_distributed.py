@@ -1,4 +1,4 @@
-"""GPT-2, BERT and T5 under data, tensor and pipeline parallel layouts, in launched processes.
+"""Every model family under data, tensor and pipeline parallel layouts, in launched processes.
 
 ``parallel_models_script.py`` builds each tiny model (2 blocks per stack, hidden 32, vocab 96,
 sequence 8, batch 4, dropout 0) twice from one seed, under the parallel layout and under a
@@ -26,16 +26,27 @@ def _run(tmp_path_factory, nproc, layouts):
         return json.load(f)
 
 
+# The zoo's other families (tests/models/zoo_cases/): every transformer-style model at TP=2 and
+# PP=2; the convolutional classifiers, which are data-parallel models, at DP=2.
+ZOO_TP_PP = ["roberta", "roberta_causal", "swinv2", "resmlp", "t5v11", "llama", "llama_lora"]
+ZOO_DP = ["resnet", "alexnet"]
+ZOO_CASES = [f"{layout}/{m}" for layout in ("tp2", "pp2") for m in ZOO_TP_PP] + [
+    f"dp2/{m}" for m in ZOO_DP]
+
+
 @pytest.fixture(scope="module")
 def two_process_results(tmp_path_factory):
-    return _run(tmp_path_factory, 2, ["tp2", "dp2", "pp2"])
+    zoo = ",".join(ZOO_TP_PP)
+    return _run(tmp_path_factory, 2, ["tp2", "dp2", "pp2", f"tp2:{zoo}", f"pp2:{zoo}",
+                                      f"dp2:{','.join(ZOO_DP)}"])
 
 
 @pytest.fixture(scope="module")
 def four_process_results(tmp_path_factory):
-    # a 4-process launch costs ~20-30 s on 2 cores: GPT and T5 on the 2-D data × tensor mesh,
-    # T5 (encoder, causal decoder, cross attention) across two tensor-parallel stages
-    return _run(tmp_path_factory, 4, ["dp2_tp2:gpt,t5", "tp2_pp2:t5"])
+    # a 4-process launch costs ~20-30 s on 2 cores: GPT, T5 and the Llama-style decoder (GQA,
+    # rotary) on the 2-D data × tensor mesh, T5 (encoder, causal decoder, cross attention)
+    # across two tensor-parallel stages
+    return _run(tmp_path_factory, 4, ["dp2_tp2:gpt,t5,llama", "tp2_pp2:t5"])
 
 
 def _assert_matches(check):
@@ -53,7 +64,12 @@ def test_two_process_layouts_match_one_process(two_process_results, layout, mode
     _assert_matches(two_process_results[f"{layout}/{model}"])
 
 
-@pytest.mark.parametrize("case", ["dp2_tp2/gpt", "dp2_tp2/t5", "tp2_pp2/t5"])
+@pytest.mark.parametrize("case", ZOO_CASES)
+def test_zoo_models_match_one_process(two_process_results, case):
+    _assert_matches(two_process_results[case])
+
+
+@pytest.mark.parametrize("case", ["dp2_tp2/gpt", "dp2_tp2/t5", "dp2_tp2/llama", "tp2_pp2/t5"])
 def test_four_process_layouts_match_one_process(four_process_results, case):
     _assert_matches(four_process_results[case])
 

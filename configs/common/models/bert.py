@@ -4,6 +4,7 @@ The defaults are a small BERT that trains on a CPU; BERT-base is hidden_size=768
 hidden_layers=12, num_attention_heads=12, intermediate_size=3072, vocab_size=30522,
 max_position_embeddings=512 (BERT-large: 1024 / 24 / 16 / 4096).
 A pipelined run sets ``train.dist.pipeline_num_layers = model.cfg.hidden_layers``.
+Published sizes: ``bert_base()``, ``bert_large()`` and ``bert_cfg(size)`` at the end of this file.
 """
 from libai.config import LazyCall
 from libai.models import BertForPreTraining
@@ -32,3 +33,27 @@ cfg = dict(
 )
 
 model = LazyCall(BertForPreTraining)(cfg=cfg)
+
+
+# Named sizes (the BERT paper's): width, layers, heads; the MLP is 4 × width.
+_BERT_SIZES = {"base": (768, 12, 12), "large": (1024, 24, 16)}
+
+
+def bert_cfg(size: str) -> dict:
+    """A copy of ``cfg`` above at a named size (``"base"`` or ``"large"``), for any BERT head
+    (``LazyCall(BertForClassification)(cfg=bert_cfg("base"))``)."""
+    if size not in _BERT_SIZES:
+        raise ValueError(f"unknown BERT size {size!r}; choose one of {sorted(_BERT_SIZES)}")
+    hidden, layers, heads = _BERT_SIZES[size]
+    return dict(cfg, hidden_size=hidden, hidden_layers=layers, num_attention_heads=heads,
+                intermediate_size=4 * hidden)
+
+
+def bert_base():
+    """BERT-base pretraining model (110M parameters with the 30522-token vocabulary)."""
+    return LazyCall(BertForPreTraining)(cfg=bert_cfg("base"))
+
+
+def bert_large():
+    """BERT-large pretraining model (340M parameters)."""
+    return LazyCall(BertForPreTraining)(cfg=bert_cfg("large"))

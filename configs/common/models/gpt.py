@@ -4,6 +4,7 @@ Override sizes with ``model.cfg.hidden_layers=12`` etc. The defaults are a small
 on a CPU; GPT-2 small is hidden_layers=12, hidden_size=768, num_attention_heads=12,
 intermediate_size=3072, max_seq_length=1024 (GPT-2 medium: 24 / 1024 / 16 / 4096).
 A pipelined run sets ``train.dist.pipeline_num_layers = model.cfg.hidden_layers``.
+Published sizes: ``gpt2_small()`` ... ``gpt2_xl()`` and ``gpt2_cfg(size)`` at the end of this file.
 """
 from libai.config import LazyCall
 from libai.models import GPTForPreTraining
@@ -30,3 +31,42 @@ cfg = dict(
 )
 
 model = LazyCall(GPTForPreTraining)(cfg=cfg)
+
+
+# Named sizes (GPT-2's released models): width, layers, heads; the MLP is 4 × width.
+_GPT2_SIZES = {
+    "small": (768, 12, 12),
+    "medium": (1024, 24, 16),
+    "large": (1280, 36, 20),
+    "xl": (1600, 48, 25),
+}
+
+
+def gpt2_cfg(size: str) -> dict:
+    """A copy of ``cfg`` above at a named GPT-2 size (``"small"``, ``"medium"``, ``"large"``,
+    ``"xl"``), 1024 positions."""
+    if size not in _GPT2_SIZES:
+        raise ValueError(f"unknown GPT-2 size {size!r}; choose one of {sorted(_GPT2_SIZES)}")
+    hidden, layers, heads = _GPT2_SIZES[size]
+    return dict(cfg, hidden_size=hidden, hidden_layers=layers, num_attention_heads=heads,
+                intermediate_size=4 * hidden, max_seq_length=1024)
+
+
+def gpt2_small():
+    """GPT-2 small (124M parameters)."""
+    return LazyCall(GPTForPreTraining)(cfg=gpt2_cfg("small"))
+
+
+def gpt2_medium():
+    """GPT-2 medium (355M parameters)."""
+    return LazyCall(GPTForPreTraining)(cfg=gpt2_cfg("medium"))
+
+
+def gpt2_large():
+    """GPT-2 large (774M parameters)."""
+    return LazyCall(GPTForPreTraining)(cfg=gpt2_cfg("large"))
+
+
+def gpt2_xl():
+    """GPT-2 XL (1.5B parameters)."""
+    return LazyCall(GPTForPreTraining)(cfg=gpt2_cfg("xl"))

@@ -6,11 +6,14 @@ from libai.engine.hooks.early_stopping import EarlyStopping
 from libai.engine.hooks.ema import EMAHook
 from libai.engine.hooks.eval_hook import EvalHook
 from libai.engine.hooks.iteration_timer import IterationTimer
+from libai.engine.hooks.live_plots import LivePlots
 from libai.engine.hooks.lr_scheduler import LRScheduler
+from libai.engine.hooks.model_summary import ModelSummaryHook
 from libai.engine.hooks.nan_check import NaNLossHook
 from libai.engine.hooks.periodic_checkpointer import PeriodicCheckpointer
 from libai.engine.hooks.periodic_writer import PeriodicWriter
 from libai.engine.hooks.preemption import PreemptionHandler
+from libai.engine.hooks.tensorboard_visuals import TensorboardVisuals
 from libai.engine.trainer import HookBase
 
 __all__ = [
@@ -25,4 +28,7 @@ __all__ = [
     "PreemptionHandler",
     "EMAHook",
     "NaNLossHook",
+    "TensorboardVisuals",
+    "LivePlots",
+    "ModelSummaryHook",
 ]

@@ -21,6 +21,7 @@ SYNONYMS: Tuple[Tuple[str, ...], ...] = (
     ("attention_dropout_prob", "attention_probs_dropout_prob"),
     ("layernorm_epsilon", "layernorm_eps"),
     ("max_seq_length", "max_position_embeddings"),
+    ("add_pooler", "add_pooling_layer"),
 )
 
 

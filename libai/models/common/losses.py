@@ -4,7 +4,7 @@ Both reduce over the *global* batch: under data parallelism a sum over a batch-s
 is a sum over every rank's samples, so the mean equals the one-process mean of the same batch
 (not a mean of per-rank means, which would differ when ranks hold different mask counts).
 """
-from typing import Optional
+from typing import Dict, Optional
 
 import oneflow as flow
 from oneflow import nn
@@ -13,7 +13,7 @@ from libai.layers import ParallelCrossEntropyLoss
 from libai.layers.utils import broadcast, to_sbp
 from libai.utils.distributed import current_layout
 
-__all__ = ["LMLoss", "ClassificationLoss"]
+__all__ = ["LMLoss", "ClassificationLoss", "GPTLoss", "T5Loss"]
 
 
 class LMLoss(nn.Module):
@@ -43,6 +43,27 @@ class LMLoss(nn.Module):
         total = (per_token * weights).sum()
         count = flow.clamp(weights.sum(), min=1.0)
         return _whole(total / count, self.layout, self.layer_idx)
+
+
+class GPTLoss(LMLoss):
+    """The causal LM loss as the model's loss dict: ``forward(logits, lm_labels)`` ->
+    ``{"lm_loss": scalar}`` (LiBai's name and key; positions labelled -100 are ignored)."""
+
+    def forward(  # type: ignore[override]
+        self, logits: flow.Tensor, lm_labels: flow.Tensor
+    ) -> Dict[str, flow.Tensor]:
+        # LMLoss.forward by name, not super(): inside nn.Graph ``self`` is the graph's proxy
+        return {"lm_loss": LMLoss.forward(self, logits, lm_labels)}
+
+
+class T5Loss(LMLoss):
+    """The span-corruption loss as the model's loss dict: ``forward(logits, lm_labels,
+    loss_mask)`` -> ``{"masked_lm_loss": scalar}`` (mean over ``loss_mask == 1``; LiBai's key)."""
+
+    def forward(  # type: ignore[override]
+        self, logits: flow.Tensor, lm_labels: flow.Tensor, loss_mask: Optional[flow.Tensor] = None
+    ) -> Dict[str, flow.Tensor]:
+        return {"masked_lm_loss": LMLoss.forward(self, logits, lm_labels, loss_mask)}
 
 
 class ClassificationLoss(nn.Module):

@@ -2,3 +2,7 @@
 from libai.models.pretrained.families import gpt2  # noqa: F401
 from libai.models.pretrained.families import bert  # noqa: F401
 from libai.models.pretrained.families import vision  # noqa: F401
+from libai.models.pretrained.families import roberta  # noqa: F401
+from libai.models.pretrained.families import swinv2  # noqa: F401
+from libai.models.pretrained.families import llama  # noqa: F401
+from libai.models.pretrained.families import t5  # noqa: F401

@@ -8,8 +8,10 @@ weights. The mapping, the checks and the placement under the layout are
 """
 import inspect
 import logging
-from typing import Any, Dict, Mapping, Tuple, Type, Union
+from typing import Any, Dict, List, Mapping, Tuple, Type, Union
 
+import numpy as np
+import oneflow as flow
 from oneflow import nn
 
 from libai.config import instantiate
@@ -17,8 +19,9 @@ from libai.models.common.config import SYNONYMS
 from libai.models.pretrained import api
 from libai.models.pretrained.convert import LoadReport
 from libai.models.pretrained.files import read_config
+from libai.models.pretrained.placement import assign_state
 
-__all__ = ["ModelLoader", "ModelLoaderHuggerFace", "ModelLoaderLiBai"]
+__all__ = ["ModelLoader", "ModelLoaderHuggerFace", "ModelLoaderLiBai", "_load_state_dict_into_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +100,47 @@ class ModelLoaderLiBai(ModelLoader):
             model = cls(**_known(cls, args)) if isinstance(self.model, type) else instantiate(self.model)
         Checkpointer(model).load_weights_only(self.pretrained_model_path)
         return self._result(model, LoadReport())
+
+
+def _load_state_dict_into_model(
+    model_to_load: nn.Module, state_dict: Mapping[str, Any], start_prefix: str = ""
+) -> List[str]:
+    """Copy ``state_dict`` (libai names, optionally all beginning with ``start_prefix``) into
+    ``model_to_load`` under its current layout; return the error messages (LiBai's helper).
+
+    Values may be NumPy arrays or OneFlow tensors, local or global (a global one is gathered
+    whole first). Every rank calls it (placing is collective); rank 0's values are the ones
+    placed, each shard landing on the ranks that own it. A key the model does not have is
+    skipped; a shape that does not match is reported in the returned list and left unloaded.
+    """
+    own = model_to_load.state_dict()
+    arrays: Dict[str, np.ndarray] = {}
+    errors: List[str] = []
+    for key in sorted(state_dict):
+        if not key.startswith(start_prefix):
+            continue
+        name = key[len(start_prefix):]
+        if name not in own:
+            continue
+        array = _as_array(state_dict[key])
+        if tuple(array.shape) != tuple(own[name].shape):
+            errors.append(
+                f"size mismatch for {name}: copying a param with shape {tuple(array.shape)} from "
+                f"checkpoint, the shape in current model is {tuple(own[name].shape)}."
+            )
+            continue
+        arrays[name] = array
+    assign_state(model_to_load, arrays)
+    return errors
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if isinstance(value, flow.Tensor):
+        if value.is_global:
+            whole = [flow.sbp.broadcast] * len(value.sbp)
+            value = value.to_global(sbp=whole).to_local()
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
 
 
 def _known(cls: Type, args: Dict[str, Any]) -> Dict[str, Any]:

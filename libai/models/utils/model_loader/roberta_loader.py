@@ -1,4 +1,4 @@
-"""LiBai's Roberta loaders: RoBERTa (``roberta`` checkpoints; the family mapping is not in libai yet: ``load()`` says so).
+"""LiBai's Roberta loaders: RoBERTa (``roberta`` checkpoints: ``RobertaModel``, ``RobertaForPreTraining``, ``RobertaForCausalLM``).
 
 The family is found from ``config.json``'s ``model_type``; these names exist so LiBai code
 keeps working, and behave exactly like :class:`~libai.models.utils.model_loader.base_loader.ModelLoaderHuggerFace`.

@@ -1,4 +1,4 @@
-"""LiBai's SwinV2 loaders: Swin V2 (``swinv2`` checkpoints; the family mapping is not in libai yet: ``load()`` says so).
+"""LiBai's SwinV2 loaders: Swin V2 (``swinv2`` checkpoints: ``SwinTransformerV2``).
 
 The family is found from ``config.json``'s ``model_type``; these names exist so LiBai code
 keeps working, and behave exactly like :class:`~libai.models.utils.model_loader.base_loader.ModelLoaderHuggerFace`.

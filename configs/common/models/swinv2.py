@@ -1,0 +1,80 @@
+"""Swin Transformer V2 config: ``from configs.common.models.swinv2 import model``.
+
+The defaults are a small SwinV2 for 32×32 images (CIFAR) that trains on a CPU: 2-pixel patches
+give a 16×16 map, three stages at 16², 8² and 4² tokens with 4×4 windows. The named sizes are
+the paper's (and LiBai's) at 256×256 with 4-pixel patches and 8×8 or 16×16 windows:
+SwinV2-T embed_dim=96, depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), drop_path_rate=0.2;
+SwinV2-S depths (2, 2, 18, 2), drop_path_rate=0.3; SwinV2-B embed_dim=128,
+num_heads=(4, 8, 16, 32), drop_path_rate=0.5. ``pretrained_window_sizes`` (per stage) is the
+window the weights were pretrained with when fine-tuning at another window (0: none).
+Every head count must be divisible by ``train.dist.tensor_parallel_size``; a pipelined run
+sets ``train.dist.pipeline_num_layers = sum(model.depths)``.
+"""
+import copy
+
+from libai.config import LazyCall
+from libai.models import SwinTransformerV2
+
+model = LazyCall(SwinTransformerV2)(
+    img_size=32,  # SwinV2-T: 256
+    patch_size=2,  # SwinV2-T: 4
+    in_chans=3,
+    num_classes=100,  # ImageNet: 1000
+    embed_dim=64,  # SwinV2-T: 96
+    depths=[2, 2, 2],  # SwinV2-T: [2, 2, 6, 2]
+    num_heads=[2, 4, 8],  # SwinV2-T: [3, 6, 12, 24]
+    window_size=4,  # SwinV2-T: 8 or 16 (each stage's map must be a multiple of it)
+    mlp_ratio=4.0,
+    qkv_bias=True,
+    drop_rate=0.0,
+    attn_drop_rate=0.0,
+    drop_path_rate=0.1,  # SwinV2-T: 0.2
+    patch_norm=True,
+    pretrained_window_sizes=[0, 0, 0, 0],
+    loss_func=None,  # None = cross entropy on hard labels or soft targets
+)
+
+
+_SWINV2_SIZES = {
+    "tiny": dict(embed_dim=96, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
+    "small": dict(embed_dim=96, depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
+    "base": dict(embed_dim=128, depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
+}
+
+
+def swinv2_preset(size: str, window_size: int = 8, num_classes: int = 1000):
+    """A fresh SwinV2 node at a named size (``"tiny"``, ``"small"``, ``"base"``), patch 4,
+    256×256 inputs, ``window_size`` 8 or 16; every field stays editable on the returned node."""
+    if size not in _SWINV2_SIZES:
+        raise ValueError(f"unknown SwinV2 size {size!r}; choose one of {sorted(_SWINV2_SIZES)}")
+    if window_size not in (8, 16):
+        raise ValueError(f"SwinV2 presets use 8×8 or 16×16 windows at 256×256, got {window_size}")
+    node = copy.deepcopy(model)
+    node.update(img_size=256, patch_size=4, window_size=window_size, num_classes=num_classes,
+                **_SWINV2_SIZES[size])
+    return node
+
+
+# LiBai's preset names, as functions (each call returns a new node).
+def swinv2_tiny_patch4_window8_256():
+    return swinv2_preset("tiny", 8)
+
+
+def swinv2_tiny_patch4_window16_256():
+    return swinv2_preset("tiny", 16)
+
+
+def swinv2_small_patch4_window8_256():
+    return swinv2_preset("small", 8)
+
+
+def swinv2_small_patch4_window16_256():
+    return swinv2_preset("small", 16)
+
+
+def swinv2_base_patch4_window8_256():
+    return swinv2_preset("base", 8)
+
+
+def swinv2_base_patch4_window16_256():
+    return swinv2_preset("base", 16)

@@ -1,0 +1,282 @@
+"""Llama: a pre-norm decoder with RMSNorm, rotary positions, SwiGLU and grouped-query attention.
+
+``LlamaModel`` maps ``input_ids [batch, seq]`` to the final normalised hidden states;
+``LlamaForCausalLM`` adds the LM head and the loss (position ``t`` predicts ``labels[:, t]``;
+the data pipeline supplies labels already shifted by one token, as for GPT-2; -100 is
+ignored). Module names outside the blocks follow Hugging Face's (``model.embed_tokens``,
+``model.layers.N``, ``model.norm``, ``lm_head``). Each block is libai's one
+:class:`~libai.layers.TransformerLayer` configured the Llama way (see :func:`llama_block`):
+
+- ``input_layernorm`` / ``post_attention_layernorm`` (and the final ``norm``):
+  :class:`~libai.layers.RMSLayerNorm`;
+- ``self_attention``: :class:`~libai.layers.MultiheadAttention` without biases, with
+  ``num_key_value_heads`` (grouped-query attention; projections ``query``, ``key_value``,
+  ``dense``) and a :class:`~libai.layers.RotaryEmbedding`;
+- ``mlp``: :class:`~libai.layers.MLP` with ``gated=True, activation="silu"`` (SwiGLU), no biases.
+
+Rotary embeddings encode only relative distances, so the number a prompt's first real token
+gets (left padding) does not change the function: the ``position_ids`` generation passes are
+accepted and not needed, and with a key/value cache the attention rotates new queries and
+keys by the cached length.
+
+Parallelism: embeddings at ``layer_idx`` 0, block ``i`` at ``i``, final norm / head / loss at
+``-1`` (``train.dist.pipeline_num_layers = hidden_layers``). Tensor parallelism splits query
+and key/value heads, so both head counts must be divisible by the tensor parallel size.
+"""
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import oneflow as flow
+from oneflow import nn
+
+from libai.config import configurable
+from libai.layers import (
+    LMLogits, Linear, RMSLayerNorm, RotaryEmbedding, TransformerLayer, VocabEmbedding,
+)
+from libai.models.common.config import merge_config, resolve_arguments
+from libai.models.common.losses import GPTLoss
+from libai.models.pretrained.api import PretrainedMixin
+from libai.models.transformer import init_methods
+from libai.models.utils.generation import GenerationMixin
+
+__all__ = ["LlamaModel", "LlamaForCausalLM", "llama_block"]
+
+#: One ``(key, value)`` per block, as the attention layers return them.
+Cache = Tuple[Tuple[flow.Tensor, ...], ...]
+
+
+def llama_block(
+    hidden_size: int,
+    intermediate_size: int,
+    num_attention_heads: int,
+    num_key_value_heads: int,
+    *,
+    rotary: RotaryEmbedding,
+    rms_norm_eps: float,
+    attention_dropout_prob: float,
+    hidden_dropout_prob: float,
+    init_method: Any,
+    output_layer_init_method: Any,
+    scale_mask_softmax_fusion: bool,
+    layer_idx: int,
+) -> TransformerLayer:
+    """One Llama block: libai's pre-norm :class:`~libai.layers.TransformerLayer` with RMSNorm,
+    bias-free grouped-query causal attention rotated by ``rotary``, and a SwiGLU MLP::
+
+        h = x + Attn(RMSNorm(x));  out = h + SwiGLU(RMSNorm(h))
+    """
+    return TransformerLayer(
+        hidden_size, intermediate_size, num_attention_heads,
+        attention_dropout_prob=attention_dropout_prob, output_dropout_prob=hidden_dropout_prob,
+        layernorm_epsilon=rms_norm_eps, init_method=init_method,
+        output_layer_init_method=output_layer_init_method,
+        scale_mask_softmax_fusion=scale_mask_softmax_fusion, attn_mask_type="causal",
+        activation="silu", normalization="rmsnorm", bias=False, gated_mlp=True,
+        num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, layer_idx=layer_idx,
+    )
+
+
+class LlamaModel(nn.Module, PretrainedMixin):
+    """The Llama body: ``input_ids -> `` final RMS-normalised hidden states.
+
+    Args:
+        vocab_size: vocabulary size (divisible by the tensor parallel size).
+        hidden_size, hidden_layers, num_attention_heads, intermediate_size: sizes
+            (Llama-2-7B: 4096, 32, 32, 11008).
+        num_key_value_heads: key/value heads of grouped-query attention (None: one per
+            query head, i.e. multi-head attention); divides ``num_attention_heads``.
+        max_position_embeddings: rotary table length (longer inputs extend it).
+        rms_norm_eps: RMSNorm eps (Llama-2: 1e-5; many small checkpoints 1e-6).
+        rope_theta: the rotary frequency base.
+        initializer_range: std of the normal initialisation.
+        use_scaled_init_for_output_weights: shrink residual-branch output weights with depth
+            (off in Llama).
+        tie_word_embeddings: accepted here so one config builds both classes (the head is
+            :class:`LlamaForCausalLM`'s).
+        attention_dropout_prob, hidden_dropout_prob: dropouts (0 in Llama).
+        scale_mask_softmax_fusion: CUDA fusion, ignored on the CPU.
+        amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
+    """
+
+    @configurable
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        hidden_layers: int,
+        num_attention_heads: int,
+        intermediate_size: int,
+        num_key_value_heads: Optional[int] = None,
+        max_position_embeddings: int = 2048,
+        rms_norm_eps: float = 1e-6,
+        rope_theta: float = 10000.0,
+        initializer_range: float = 0.02,
+        use_scaled_init_for_output_weights: bool = False,
+        tie_word_embeddings: bool = False,
+        attention_dropout_prob: float = 0.0,
+        hidden_dropout_prob: float = 0.0,
+        scale_mask_softmax_fusion: bool = False,
+        amp_enabled: bool = False,
+    ) -> None:
+        super().__init__()
+        kv_heads = num_key_value_heads or num_attention_heads
+        _check_heads(hidden_size, num_attention_heads, kv_heads)
+        self.config = dict(
+            vocab_size=vocab_size, hidden_size=hidden_size, hidden_layers=hidden_layers,
+            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+            num_key_value_heads=kv_heads, max_position_embeddings=max_position_embeddings,
+            rms_norm_eps=rms_norm_eps, rope_theta=rope_theta, initializer_range=initializer_range,
+            tie_word_embeddings=tie_word_embeddings, attention_dropout_prob=attention_dropout_prob,
+            hidden_dropout_prob=hidden_dropout_prob,
+        )
+        init, output_init = init_methods(
+            initializer_range, hidden_layers, use_scaled_init_for_output_weights
+        )
+        self.embed_tokens = VocabEmbedding(
+            vocab_size, hidden_size, init, layer_idx=0, amp_enabled=amp_enabled
+        )
+        self.layers = nn.ModuleList([
+            llama_block(
+                hidden_size, intermediate_size, num_attention_heads, kv_heads,
+                # one rotary table per block, on the block's pipeline stage
+                rotary=RotaryEmbedding(hidden_size // num_attention_heads,
+                                       max_position_embeddings, base=rope_theta, layer_idx=i),
+                rms_norm_eps=rms_norm_eps, attention_dropout_prob=attention_dropout_prob,
+                hidden_dropout_prob=hidden_dropout_prob, init_method=init,
+                output_layer_init_method=output_init,
+                scale_mask_softmax_fusion=scale_mask_softmax_fusion, layer_idx=i,
+            )
+            for i in range(hidden_layers)
+        ])
+        self.norm = RMSLayerNorm(hidden_size, eps=rms_norm_eps, layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
+        """Hidden states ``[batch, seq, hidden]``; with ``use_cache`` also the new cache.
+
+        ``attention_mask`` ``[batch, past + seq]`` marks real tokens (1) and padding (0);
+        ``past_key_values`` is what an earlier ``use_cache=True`` call returned, and
+        ``input_ids`` are then only the tokens after it.
+        """
+        if past_key_values is not None and len(past_key_values) != len(self.layers):
+            raise ValueError(
+                f"past_key_values has {len(past_key_values)} entries for {len(self.layers)} "
+                "blocks; pass the cache this model returned (one entry per block)"
+            )
+        hidden = self.embed_tokens(input_ids)
+        presents = []
+        for i, layer in enumerate(self.layers):
+            past = None if past_key_values is None else past_key_values[i]
+            hidden = layer(hidden, attention_mask, past_key_value=past, use_cache=use_cache)
+            if use_cache:
+                hidden, present = hidden
+                presents.append(present)
+        hidden = self.norm(hidden)
+        return (hidden, tuple(presents)) if use_cache else hidden
+
+    def activation_checkpoint_modules(self) -> List[nn.Module]:
+        """The blocks activation checkpointing wraps, in order."""
+        return list(self.layers)
+
+
+class LlamaForCausalLM(nn.Module, PretrainedMixin, GenerationMixin):
+    """Llama with its LM head and causal LM loss.
+
+    Build with ``LlamaForCausalLM(cfg)`` / ``LlamaForCausalLM(cfg=cfg)`` (a dict of
+    :class:`LlamaModel` settings) or with LlamaModel's keyword arguments directly. The head is
+    a separate column-parallel ``lm_head`` (vocabulary-split logits), or the word embedding
+    itself when ``tie_word_embeddings``.
+
+    ``forward(input_ids, labels=None, ...)`` returns ``{"lm_loss": scalar}`` in training when
+    labels are given, else ``{"prediction_scores": logits}``. ``from_pretrained(hf_dir)``,
+    ``save_pretrained(dir)`` and ``generate(...)`` work as for GPT-2 (see
+    docs/llama_and_lora.md).
+    """
+
+    @configurable
+    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
+        super().__init__()
+        args, _ = resolve_arguments(
+            merge_config(cfg, model_args), LlamaModel.__init__, "LlamaForCausalLM"
+        )
+        self.model = LlamaModel(**args)
+        size, vocab = args["hidden_size"], args["vocab_size"]
+        self.tie_word_embeddings = bool(args.get("tie_word_embeddings", False))
+        if self.tie_word_embeddings:
+            self.lm_head = LMLogits(vocab, bias=False, layer_idx=-1)
+        else:
+            init, _ = init_methods(args.get("initializer_range", 0.02), 1, False)
+            self.lm_head = Linear(size, vocab, bias=False, parallel="col", init_method=init,
+                                  layer_idx=-1)
+        self.loss_func = GPTLoss(layer_idx=-1)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        return {"cfg": cfg}
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """The body's settings (what ``save_pretrained`` writes as ``config.json``)."""
+        return self.model.config
+
+    def logits(
+        self,
+        input_ids: flow.Tensor,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+    ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
+        """Logits ``[batch, seq, vocab]`` (split over the vocabulary under tensor parallel)."""
+        out = self.model(input_ids, attention_mask, past_key_values, use_cache)
+        hidden, presents = out if use_cache else (out, None)
+        if self.tie_word_embeddings:
+            logits = self.lm_head(hidden, self.model.embed_tokens.weight)
+        else:
+            logits = self.lm_head(hidden)
+        return (logits, presents) if use_cache else logits
+
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        labels: Optional[flow.Tensor] = None,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+        position_ids: Optional[flow.Tensor] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`LlamaModel.forward`. ``position_ids`` is accepted for the generation
+        interface and not needed: rotary attention depends only on relative positions."""
+        out = self.logits(input_ids, attention_mask, past_key_values, use_cache)
+        logits, presents = out if use_cache else (out, None)
+        if self.training and labels is not None:
+            return self.loss_func(logits, labels)
+        if use_cache:
+            return {"prediction_scores": logits, "past_key_values": presents}
+        return {"prediction_scores": logits}
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        return self.logits(input_ids, attention_mask, past_key_values, True)
+
+    def activation_checkpoint_modules(self) -> List[nn.Module]:
+        """The blocks activation checkpointing wraps, in order."""
+        return list(self.model.layers)
+
+
+def _check_heads(hidden_size: int, heads: int, kv_heads: int) -> None:
+    if hidden_size % heads:
+        raise ValueError(
+            f"hidden_size={hidden_size} is not divisible by num_attention_heads={heads}"
+        )
+    if heads % kv_heads:
+        raise ValueError(
+            f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}; "
+            "each key/value head serves a whole group of query heads"
+        )

@@ -1,0 +1,62 @@
+"""Write the fine-tuning corpus as JSON lines: docstrings of Python's own standard library.
+
+The base model learns English from the documentation's help topics (``pydoc_data.topics``, see
+projects/gpt2_tiny_pretrain); LoRA then adapts it to another register of text that also ships
+with every Python: the docstrings of standard-library modules, classes and functions. They are
+read from the modules' source files with :mod:`ast` (nothing is imported or downloaded), in a
+fixed order, one document ``{"text": ...}`` per docstring of at least ``--min-chars``
+characters.
+
+    python projects/llama_lora/make_docstrings.py --output data/llama_lora/docstrings.jsonl
+"""
+import argparse
+import ast
+import json
+import os
+import sysconfig
+from typing import Iterator, List
+
+#: Standard-library modules whose docstrings form the corpus (pure-Python, in every CPython).
+MODULES = (
+    "argparse", "ast", "calendar", "collections/__init__", "configparser", "csv", "datetime",
+    "difflib", "email/message", "fractions", "ftplib", "functools", "gettext", "heapq",
+    "imaplib", "inspect", "ipaddress", "logging/__init__", "mailbox", "optparse", "pathlib",
+    "pickle", "pydoc", "random", "shutil", "smtplib", "statistics", "string", "subprocess",
+    "tarfile", "tempfile", "textwrap", "threading", "typing", "unittest/case", "urllib/parse",
+    "uuid", "zipfile",
+)
+
+
+def docstrings(min_chars: int) -> Iterator[str]:
+    stdlib = sysconfig.get_paths()["stdlib"]
+    for module in MODULES:
+        path = os.path.join(stdlib, module + ".py")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    text = " ".join(line.strip() for line in doc.splitlines() if line.strip())
+                    if len(text) >= min_chars:
+                        yield text
+
+
+def main(argv: List[str] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="the JSON-lines file to write")
+    parser.add_argument("--min-chars", type=int, default=60, help="drop shorter docstrings")
+    args = parser.parse_args(argv)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    count = chars = 0
+    with open(args.output, "w") as f:
+        for text in docstrings(args.min_chars):
+            f.write(json.dumps({"text": text}) + "\n")
+            count, chars = count + 1, chars + len(text)
+    print(f"wrote {count} documents ({chars} characters) to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Step 1: pretrain the small BERT (masked LM) on the lexicon's glosses.
+
+    python tools/train_net.py --config-file projects/text_classification/configs/pretrain.py
+"""
+from libai.config import LazyCall
+from libai.evaluation import PPLEvaluator
+from libai.models import BertForPreTraining
+
+from configs.common.data.bert_dataset import dataloader, tokenization
+from configs.common.models.graph import graph
+from configs.common.optim import optim
+from configs.common.train import train
+
+from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
+
+model = LazyCall(BertForPreTraining)(cfg=dict(encoder_cfg, add_binary_head=False))
+
+tokenization.tokenizer.vocab_file = VOCAB  # handed to every dataset by the trainer
+for _dataset in (dataloader.train.dataset[0], dataloader.test[0].dataset):
+    _dataset.update(data_prefix=f"{DATA}/corpus_text_sentence", max_seq_length=MAX_LEN,
+                    binary_head=False, splits_string="95,5,0")
+dataloader.train.num_workers = 0
+dataloader.test[0].num_workers = 0
+
+optim.lr = 1e-3
+
+train.update(
+    dict(
+        output_dir="output/text_classification/pretrain",
+        train_micro_batch_size=32,
+        test_micro_batch_size=32,
+        train_iter=400,
+        warmup_ratio=0.05,
+        log_period=20,
+        checkpointer=dict(period=1000, max_to_keep=1),
+    )
+)
+train.evaluation.evaluator = LazyCall(PPLEvaluator)()
+train.evaluation.eval_period = 200
+train.evaluation.eval_metric = "PPL"
+train.evaluation.eval_mode = "min"
+train.dist.pipeline_num_layers = encoder_cfg["hidden_layers"]
