@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from libai.models import GPTForPreTraining, GPTModel
+from libai.models import GPTForPreTraining, GPTModel, LlamaForCausalLM
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf")
 COMMON = dict(max_new_tokens=6, eos_token_id=2, pad_token_id=0)
@@ -31,10 +31,17 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def llama():
+    return (LlamaForCausalLM.from_pretrained(os.path.join(FIXTURES, "llama")).eval(),
+            np.load(os.path.join(FIXTURES, "llama", "reference.npz")))
+
+
 @pytest.mark.parametrize("use_cache", [True, False], ids=["cache", "no_cache"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_gpt2_generate_equals_transformers(gpt2, case, use_cache):
-    model, ref = gpt2
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_causal_lm_generate_equals_transformers(request, family, case, use_cache):
+    model, ref = request.getfixturevalue(family)
     tokens = model.generate(**CASES[case](ref), **COMMON, use_cache=use_cache).numpy()
     np.testing.assert_array_equal(tokens, ref[case])
 

@@ -20,6 +20,8 @@ from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
 model = LazyCall(BertForClassification)(cfg=dict(encoder_cfg, num_labels=2, classifier_dropout=0.1))
 
 tokenization.tokenizer.vocab_file = VOCAB  # handed to every dataset by the trainer
+# the 2,000-token vocabulary is already a multiple of 8: the model keeps vocab_size=2000
+tokenization.make_vocab_size_divisible_by = 8
 dataloader.train.dataset[0].update(data_file=f"{DATA}/train.jsonl", max_seq_length=MAX_LEN)
 dataloader.test[0].dataset.update(data_file=f"{DATA}/dev.jsonl", max_seq_length=MAX_LEN)
 dataloader.train.num_workers = 0

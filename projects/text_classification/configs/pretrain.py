@@ -16,6 +16,8 @@ from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
 model = LazyCall(BertForPreTraining)(cfg=dict(encoder_cfg, add_binary_head=False))
 
 tokenization.tokenizer.vocab_file = VOCAB  # handed to every dataset by the trainer
+# the 2,000-token vocabulary is already a multiple of 8: the model keeps vocab_size=2000
+tokenization.make_vocab_size_divisible_by = 8
 for _dataset in (dataloader.train.dataset[0], dataloader.test[0].dataset):
     _dataset.update(data_prefix=f"{DATA}/corpus_text_sentence", max_seq_length=MAX_LEN,
                     binary_head=False, splits_string="95,5,0")
