@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import libai  # noqa: E402,F401  (makes OneFlow's libraries loadable; must precede oneflow)
 from libai.engine.cli import load_config  # noqa: E402
 from libai.engine.default_trainer import DefaultTrainer  # noqa: E402
+from libai.layers import skip_weight_init  # noqa: E402
 from libai.utils.model_graph import render_module_graph  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     cfg = load_config(args)
     layout = DefaultTrainer.build_layout(cfg)
-    with layout:
+    with layout, skip_weight_init():  # the drawing needs the structure, not drawn weights
         model = DefaultTrainer.build_model(cfg)
     result = render_module_graph(model, args.output, max_depth=args.max_depth)
     if result.fallback:

@@ -20,6 +20,7 @@ from libai.layers.mlp import MLP
 from libai.layers.patch_embedding import PatchEmbedding
 from libai.layers.rotary import RotaryEmbedding
 from libai.layers.transformer_layer import TransformerLayer
+from libai.layers.utils import skip_weight_init
 
 __all__ = [
     "Activation",
@@ -49,4 +50,5 @@ __all__ = [
     "gelu",
     "gelu_tanh",
     "quick_gelu",
+    "skip_weight_init",
 ]

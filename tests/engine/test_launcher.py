@@ -232,6 +232,9 @@ def test_no_rank_outlives_a_sigkilled_launcher(tmp_path):
 def test_a_rank_takes_one_signal_delivered_twice_as_one_request_and_a_later_repeat_as_stop_now():
     """What a rank's PreemptionHandler does with a forwarded signal that the scheduler also sent
     it directly (Slurm signals every process at a time limit): no second-signal kill."""
+    # The process may have started with SIGINT ignored (a job started in the background by a
+    # non-interactive shell): begin from Python's own Ctrl-C handler, and put back what was there.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     handler = PreemptionHandler()
     handler.REPEAT_WINDOW_SECONDS = 0.3
     handler.before_train()
@@ -246,7 +249,9 @@ def test_a_rank_takes_one_signal_delivered_twice_as_one_request_and_a_later_repe
             time.sleep(0.1)
     finally:
         handler.after_train()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        restored = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, inherited)
+    assert restored is signal.default_int_handler
 
 
 # ------------------------------------------------------------------------------------------

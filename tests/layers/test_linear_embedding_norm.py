@@ -9,12 +9,25 @@ import pytest
 from libai.layers import (
     Embedding, LayerNorm, Linear, VocabEmbedding, build_activation, gelu_tanh, quick_gelu,
 )
-from libai.layers.utils import make_parameter, to_layer
+from libai.layers.utils import make_parameter, skip_weight_init, to_layer
 from libai.utils.distributed import ParallelLayout
 
 
 def _x(*shape, seed=0):
     return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+
+def test_skip_weight_init_draws_nothing_and_ends_with_its_block(local_layout):
+    flow.manual_seed(3)
+    reference = Linear(6, 4).weight.numpy()  # the first draw after the seed
+    flow.manual_seed(3)
+    with skip_weight_init():
+        with skip_weight_init():  # nesting keeps skipping until the outermost block ends
+            Embedding(50, 8)
+        skipped = Linear(6, 4)
+    assert tuple(skipped.weight.shape) == (4, 6)
+    # nothing was drawn inside the block: the next layer gets the seed's first draw
+    np.testing.assert_array_equal(Linear(6, 4).weight.numpy(), reference)
 
 
 @pytest.mark.parametrize("parallel", ["data", "col", "row"])

@@ -15,10 +15,10 @@ def _python_blocks():
 
 
 def test_doc_has_examples():
-    assert len(_python_blocks()) == 3
+    assert len(_python_blocks()) == 4
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_doc_example_runs(index, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["tiny_lm.py"])  # the worked example reads sizes from argv
     code = _python_blocks()[index]
@@ -29,5 +29,7 @@ def test_doc_example_runs(index, capsys, monkeypatch):
         assert "1 process(es): loss 4.429295, embedding grad norm 1.462794" in out
     if "GPTForPreTraining(cfg)" in code:
         assert "lm_loss" in out
+    if "skip_weight_init" in code:
+        assert "BERT-large: 336,226,108 parameters" in out
     if "layer.layout is layout" in code:
         assert "True 0" in out and "oneflow.Size([2, 4])" in out

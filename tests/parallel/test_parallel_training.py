@@ -1,6 +1,7 @@
 """Data, tensor and pipeline parallel training matches the one-process run.
 
-A tiny GPT (4 layers, hidden 32, dropout 0) trains 10 iterations on the same synthetic data
+A tiny GPT (4 layers, hidden 32, dropout 0) trains 10 iterations (5 in the four-process
+layouts) on the same synthetic data
 with the same seed and global batch in every layout, in Eager and in Graph mode; the losses
 must equal the one-process run's. Tolerance: rtol 1e-4. The parallel runs split the same
 fp32 sums across ranks (all-reduce, partial sums of split matmuls), which changes rounding by
@@ -57,10 +58,10 @@ def _check_every_rank(output, nproc, out):
         assert record["losses"] == written, f"rank {rank} saw other losses than rank 0 wrote"
 
 
-def _match(result, baseline):
+def _match(result, baseline, iters=10):
     for mode, losses in result.items():
-        assert len(losses) == 10
-        np.testing.assert_allclose(losses, baseline[mode], rtol=RTOL, err_msg=mode)
+        assert len(losses) == iters
+        np.testing.assert_allclose(losses, baseline[mode][:iters], rtol=RTOL, err_msg=mode)
 
 
 def test_baseline_eager_and_graph_agree(baseline):
@@ -74,13 +75,16 @@ def test_baseline_eager_and_graph_agree(baseline):
         (2, ["--dp", "2"]),
         (2, ["--tp", "2", "--acc", "2"]),
         (2, ["--pp", "2", "--acc", "2"]),
-        (4, ["--dp", "2", "--tp", "2", "--acc", "2"]),
-        (4, ["--tp", "2", "--pp", "2", "--acc", "2"]),
+        # Four processes share two cores here, where an Eager step takes ~8 s: the first 5
+        # iterations of the same schedule (4 updates after the first loss) keep these short.
+        (4, ["--dp", "2", "--tp", "2", "--acc", "2", "--stop-after", "5"]),
+        (4, ["--tp", "2", "--pp", "2", "--acc", "2", "--stop-after", "5"]),
     ],
     ids=["dp2", "tp2", "pp2", "dp2xtp2", "tp2xpp2"],
 )
 def test_parallel_layout_matches_one_process(tmp_path, baseline, nproc, layout):
-    _match(_run(tmp_path, nproc, *layout), baseline)
+    iters = int(layout[layout.index("--stop-after") + 1]) if "--stop-after" in layout else 10
+    _match(_run(tmp_path, nproc, *layout), baseline, iters)
 
 
 def test_two_nodes_on_one_machine_match_one_process(tmp_path, baseline):

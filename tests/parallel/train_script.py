@@ -25,11 +25,18 @@ LAYERS = 4
 
 
 class Record(HookBase):
-    def __init__(self, store):
+    """Keeps each iteration's loss; with ``stop_after``, ends the run there (every rank at the
+    same iteration) while the schedule still spans ``train_iter``, so the losses are a prefix of
+    the full run's."""
+
+    def __init__(self, store, stop_after=None):
         self.store = store
+        self.stop_after = stop_after
 
     def after_step(self):
         self.store.append(float(self.trainer.storage.history("total_loss").latest()))
+        if self.stop_after is not None and len(self.store) >= self.stop_after:
+            self.trainer.request_stop(f"--stop-after {self.stop_after}", save_checkpoint=False)
 
 
 def build_cfg(args, graph):
@@ -70,6 +77,7 @@ def main():
     p.add_argument("--acc", type=int, default=1)
     p.add_argument("--global-batch", type=int, default=8)
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--stop-after", type=int, default=None, help="end after this many iterations")
     p.add_argument("--modes", default="eager,graph")
     p.add_argument("--out-dir", required=True)
     args = p.parse_args()
@@ -77,7 +85,7 @@ def main():
     for mode in args.modes.split(","):
         losses = []
         trainer = DefaultTrainer(build_cfg(args, graph=(mode == "graph")))
-        trainer.register_hooks([Record(losses)], after="LRScheduler")
+        trainer.register_hooks([Record(losses, args.stop_after)], after="LRScheduler")
         trainer.train()
         result[mode] = losses
         runners.append(f"{mode}={runner_description(trainer)}")
