@@ -4,11 +4,15 @@ The LOCAL_RANK rule is checked on plain dicts here; the real consequence (two la
 machine train and match one process) is tests/parallel/test_parallel_training.py's two-node test.
 """
 import os
+import socket
 import sys
+import threading
+import time
 
 import pytest
 
-from libai._runtime import align_local_rank, preload_cuda_libraries
+from libai._runtime import align_local_rank, preload_cuda_libraries, wait_for_rank0
+from libai.utils.testing import free_port
 
 
 def _env(master="127.0.0.1", rank="1", local_rank="0", world_size="2"):
@@ -58,3 +62,42 @@ def test_cuda_libraries_are_preloaded_once_oneflow_is_importable():
     assert first == preload_cuda_libraries()
     assert any("cudnn" in path for path in first)
 
+
+
+def _rank1_env(port):
+    return {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+
+
+def test_a_later_rank_waits_until_rank0_listens_then_goes_on():
+    port = free_port()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def listen_later():
+        time.sleep(0.5)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+
+    thread = threading.Thread(target=listen_later)
+    thread.start()
+    try:
+        waited = wait_for_rank0(_rank1_env(port), timeout=10.0)
+    finally:
+        thread.join()
+        server.close()
+    assert 0.4 <= waited < 5.0
+
+
+def test_waiting_gives_up_after_the_timeout_when_nobody_listens():
+    waited = wait_for_rank0(_rank1_env(free_port()), timeout=0.3)
+    assert 0.3 <= waited < 2.0
+
+
+@pytest.mark.parametrize("env", [
+    {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+    {"RANK": "1", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+    {"RANK": "1", "WORLD_SIZE": "2"},
+    {},
+], ids=["rank0", "one-process", "no-master", "not-launched"])
+def test_rank0_and_unlaunched_processes_do_not_wait(env):
+    assert wait_for_rank0(env, timeout=5.0) == 0.0
