@@ -90,8 +90,11 @@ def main():
         result[mode] = losses
         runners.append(f"{mode}={runner_description(trainer)}")
     # every rank reports what ran its steps and the losses it saw (the test requires all ranks)
-    print(f"RESULT rank={dist.get_rank()} {' '.join(runners)} losses={json.dumps(result, separators=(',', ':'))}",
-          flush=True)
+    # One write of the whole line (under the pipe's atomic size): another rank's log line, such as
+    # the "Stopping training" warning of --stop-after, can then only come before or after it.
+    record = f"RESULT rank={dist.get_rank()} {' '.join(runners)} losses={json.dumps(result, separators=(',', ':'))}\n"
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), record.encode())
     if dist.is_main_process():
         with open(os.path.join(args.out_dir, "losses.json"), "w") as f:
             json.dump(result, f)
