@@ -76,8 +76,8 @@ def skip_weight_init() -> Iterator[None]:
     For building a model only to look at its structure (parameter counts, a summary, a module
     graph) or to overwrite every weight right away: drawing the weights of a large preset costs
     far more than allocating them (BERT-large: 11 s against 3 s on two CPU cores; OneFlow queues
-    the work asynchronously, so it is paid at the next synchronisation, often somewhere else). Only libai's parallel
-    layers honour it; plain ``oneflow.nn`` modules keep their own initialisation. The default
+    the work asynchronously, so it is paid at the next synchronisation, often somewhere else).
+    Only libai's parallel layers honour it; plain ``oneflow.nn`` modules keep their own initialisation. The default
     generator is not advanced, so a model built inside is not the one ``manual_seed`` would give.
     Nested uses are fine; leaving the outermost one restores normal initialisation.
     """

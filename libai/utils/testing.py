@@ -125,6 +125,17 @@ def launch_nodes(
     return _wait_all(cmds, timeout, env, cwd)
 
 
+def write_record(line: str) -> None:
+    """Print one record line from a rank in a single write to stdout.
+
+    ``print`` writes the text and its newline separately, so another rank's output (a log line)
+    can land between them and glue itself to the record's last value. One ``os.write`` of a line
+    shorter than the pipe's atomic size (4096 bytes on Linux) cannot be split that way.
+    """
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (line.rstrip("\n") + "\n").encode())
+
+
 def tagged_lines(output: str, tag: str = "RESULT", ranks: Optional[int] = None) -> List[str]:
     """The records ``"<tag> ..."`` that processes printed to one shared pipe, sorted.
 

@@ -19,7 +19,7 @@ from libai.engine import DefaultTrainer  # noqa: E402
 from libai.engine.trainer import HookBase  # noqa: E402
 from libai.models import GPTForPreTraining  # noqa: E402
 from libai.utils import distributed as dist  # noqa: E402
-from libai.utils.testing import runner_description  # noqa: E402
+from libai.utils.testing import runner_description, write_record  # noqa: E402
 
 LAYERS = 4
 
@@ -90,11 +90,9 @@ def main():
         result[mode] = losses
         runners.append(f"{mode}={runner_description(trainer)}")
     # every rank reports what ran its steps and the losses it saw (the test requires all ranks)
-    # One write of the whole line (under the pipe's atomic size): another rank's log line, such as
-    # the "Stopping training" warning of --stop-after, can then only come before or after it.
-    record = f"RESULT rank={dist.get_rank()} {' '.join(runners)} losses={json.dumps(result, separators=(',', ':'))}\n"
-    sys.stdout.flush()
-    os.write(sys.stdout.fileno(), record.encode())
+    # in one write: the "Stopping training" warning of --stop-after on another rank cannot split it
+    write_record(f"RESULT rank={dist.get_rank()} {' '.join(runners)} "
+                 f"losses={json.dumps(result, separators=(',', ':'))}")
     if dist.is_main_process():
         with open(os.path.join(args.out_dir, "losses.json"), "w") as f:
             json.dump(result, f)
