@@ -4,12 +4,30 @@ Importing ``libai`` first makes OneFlow's CUDA companion libraries loadable and 
 the launcher's ``LOCAL_RANK`` with OneFlow's view of nodes (see :mod:`libai._runtime`), so
 ``import libai`` followed by ``import oneflow`` works without any environment variable. On a
 launched rank other than 0 it also waits for rank 0's control port, so that OneFlow's first
-connection succeeds instead of sleeping 10 s before a retry.
+connection succeeds instead of sleeping 10 s before a retry. And it sets ``OPENBLAS_CORETYPE``
+from the CPU flags unless the user set it, because OneFlow's bundled OpenBLAS does not
+recognise some current processors and falls back to kernels at less than half their speed.
+In a launched rank it asks for SIGTERM when the launcher dies (see
+:func:`libai._runtime.stop_with_launcher`), so ranks never train on as orphans.
 """
-from libai._runtime import align_local_rank, preload_cuda_libraries, wait_for_rank0
+from libai._runtime import (
+    align_local_rank, choose_blas_kernels, preload_cuda_libraries, stop_with_launcher, wait_for_rank0,
+)
 
+choose_blas_kernels()
 align_local_rank()
+stop_with_launcher()
 wait_for_rank0()
 preload_cuda_libraries()
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``libai.plan`` (the preflight planner, callable as ``libai.plan(cfg, ...)``) loads on first
+    use, so ``import libai`` stays light."""
+    if name == "plan":
+        import importlib
+
+        return importlib.import_module("libai.plan")
+    raise AttributeError(f"module 'libai' has no attribute {name!r}")

@@ -1,7 +1,8 @@
 """What must happen before the first ``import oneflow``, so that users export nothing.
 
-Two things: the CUDA companion libraries are made loadable, and the launcher's ``LOCAL_RANK``
-is made to agree with OneFlow's idea of a node (see :func:`align_local_rank`).
+The CUDA companion libraries are made loadable, the launcher's ``LOCAL_RANK`` is made to agree
+with OneFlow's idea of a node (see :func:`align_local_rank`), and OpenBLAS is told which kernels
+suit this processor (see :func:`choose_blas_kernels`).
 
 The OneFlow 0.9.0 wheel is a CUDA 11 build whose native library links against cuBLAS 11,
 cuDNN 8 and NVRTC 11 even on a CPU-only machine. Those libraries come from the PyPI packages
@@ -18,7 +19,7 @@ import socket
 import sys
 import time
 import warnings
-from typing import List, MutableMapping, Optional
+from typing import Dict, FrozenSet, List, MutableMapping, Optional, Tuple
 
 # Order matters: each library must come after the ones it depends on.
 _LIBRARY_ORDER = (
@@ -145,3 +146,210 @@ def wait_for_rank0(environ: Optional[MutableMapping[str, str]] = None,
         except OSError:
             time.sleep(0.05)
     return time.monotonic() - start
+
+
+# ---------------------------------------------------------------------------------------------
+# BLAS kernels for this processor
+# ---------------------------------------------------------------------------------------------
+BLAS_VARIABLE = "OPENBLAS_CORETYPE"
+# Marks a value libai set, so that child processes do not mistake it for the user's.
+BLAS_CHOSEN_VARIABLE = "LIBAI_OPENBLAS_CORETYPE_CHOSEN"
+
+# What ``choose_blas_kernels`` decided in this process, for the environment table.
+_blas_choice: Dict[str, str] = {}
+
+
+def read_cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> Tuple[str, FrozenSet[str]]:
+    """The CPU vendor (``vendor_id``, e.g. ``AuthenticAMD``) and instruction-set flags of the
+    first processor listed in ``cpuinfo_path``; ``("", frozenset())`` when it cannot be read
+    (not Linux, or a sandbox without /proc)."""
+    vendor, flags = "", frozenset()
+    try:
+        with open(cpuinfo_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "vendor_id" and not vendor:
+                    vendor = value.strip()
+                elif key == "flags" and not flags:
+                    flags = frozenset(value.split())
+                if vendor and flags:
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def coretype_for(vendor: str, flags: FrozenSet[str]) -> Optional[str]:
+    """The OpenBLAS core type whose kernels this processor runs best, from its flags.
+
+    AVX-512 (F, BW, VL, DQ: what OpenBLAS's SkylakeX kernels use) gives ``SkylakeX``; AVX2
+    with FMA gives ``Zen`` on AMD and ``Haswell`` elsewhere; anything older gives ``None``
+    (OpenBLAS's own detection is left alone). OneFlow 0.9's bundled OpenBLAS predates some
+    processors and, not recognising them, falls back to generic kernels at less than half the
+    speed; naming the family explicitly avoids that.
+    """
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Zen" if vendor == "AuthenticAMD" else "Haswell"
+    return None
+
+
+def choose_blas_kernels(environ: Optional[MutableMapping[str, str]] = None,
+                        cpuinfo_path: str = "/proc/cpuinfo") -> Dict[str, str]:
+    """Set ``OPENBLAS_CORETYPE`` for this processor before OneFlow (and its OpenBLAS) loads.
+
+    A value already in the environment is the user's and is kept, whoever set it (an empty
+    value, ``OPENBLAS_CORETYPE=``, is how to leave the choice to OpenBLAS). Otherwise
+    the core type comes from the CPU flags (:func:`coretype_for`). Being in ``os.environ``, the
+    choice is inherited by every process this one starts (launched ranks, data-loader workers,
+    tools), and each of them also runs this at ``import libai``. Returns (and remembers, for
+    the environment table) ``{"value", "source", "reason"}``; ``source`` is ``"user"``,
+    ``"libai"``, ``"none"`` (no suitable type: OpenBLAS decides) or ``"too late"`` (OneFlow
+    was imported before libai, so its OpenBLAS has already chosen).
+    """
+    env = os.environ if environ is None else environ
+    vendor, flags = read_cpu_flags(cpuinfo_path)
+    simd = " ".join(sorted(f for f in flags if f in ("avx2", "fma", "avx512f")))
+    seen = f"{vendor or 'unknown vendor'}, {simd or 'no AVX2/FMA/AVX-512'}"
+    if env.get(BLAS_VARIABLE) and env.get(BLAS_CHOSEN_VARIABLE) == env[BLAS_VARIABLE]:
+        # Set by libai in a parent process (the launcher's, or a rank starting loader workers).
+        choice = {"value": env[BLAS_VARIABLE], "source": "libai",
+                  "reason": f"inherited from the parent process, from the CPU flags ({seen})"}
+    elif BLAS_VARIABLE in env:  # even empty: ``OPENBLAS_CORETYPE=`` leaves it to OpenBLAS
+        choice = {"value": env[BLAS_VARIABLE], "source": "user",
+                  "reason": f"set in the environment (libai would choose "
+                            f"{coretype_for(vendor, flags) or 'nothing'} for {seen})"}
+    elif "oneflow" in sys.modules and environ is None:
+        choice = {"value": "", "source": "too late",
+                  "reason": "oneflow was imported before libai; OpenBLAS chose its kernels itself"}
+    else:
+        coretype = coretype_for(vendor, flags)
+        if coretype is None:
+            choice = {"value": "", "source": "none", "reason": f"left to OpenBLAS ({seen})"}
+        else:
+            env[BLAS_VARIABLE] = env[BLAS_CHOSEN_VARIABLE] = coretype
+            choice = {"value": coretype, "source": "libai", "reason": f"from the CPU flags ({seen})"}
+    if environ is None:
+        _blas_choice.clear()
+        _blas_choice.update(choice)
+    return choice
+
+
+def blas_choice() -> Dict[str, str]:
+    """What :func:`choose_blas_kernels` decided at ``import libai`` in this process."""
+    return dict(_blas_choice)
+
+
+def check_blas_kernels(size: int = 96) -> float:
+    """Multiply two ``size`` x ``size`` matrices with OneFlow and with NumPy (in float64) and
+    return the largest difference relative to the largest entry; raise ``RuntimeError`` naming
+    ``OPENBLAS_CORETYPE`` when OneFlow's kernels compute something else (relative 1e-4).
+
+    About a millisecond; run when the environment table is logged at the start of a run.
+    """
+    import numpy as np
+    import oneflow as flow
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size)).astype(np.float32)
+    b = rng.standard_normal((size, size)).astype(np.float32)
+    ours = flow.matmul(flow.tensor(a), flow.tensor(b)).numpy().astype(np.float64)
+    reference = a.astype(np.float64) @ b.astype(np.float64)
+    error = float(np.abs(ours - reference).max() / np.abs(reference).max())
+    if not error <= 1e-4:  # also catches NaN
+        value = os.environ.get(BLAS_VARIABLE, "")
+        raise RuntimeError(
+            f"OneFlow's matrix product differs from NumPy's by {error:.2e} (relative) with "
+            f"{BLAS_VARIABLE}={value or '(unset)'}: its BLAS kernels do not suit this processor. "
+            f"Start again with {BLAS_VARIABLE} unset (libai then picks one from the CPU flags) or "
+            "set to a type this CPU supports, e.g. Haswell for AVX2 processors."
+        )
+    return error
+
+
+def describe_blas_choice() -> str:
+    """One line for the environment table: the value and where it came from."""
+    choice = _blas_choice or {"value": os.environ.get(BLAS_VARIABLE, ""), "source": "",
+                              "reason": "libai._runtime did not run"}
+    value = choice["value"] or ("'' (empty)" if choice["source"] == "user" else "unset")
+    line = f"{value} ({choice['source'] + ': ' if choice['source'] else ''}{choice['reason']})"
+    core = openblas_core_in_use()
+    return line + (f"; OneFlow's OpenBLAS uses its {core} kernels" if core else "")
+
+
+_OPENBLAS_CORES = (
+    "SAPPHIRERAPIDS", "COOPERLAKE", "SKYLAKEX", "ZEN", "HASWELL", "SANDYBRIDGE", "EXCAVATOR",
+    "STEAMROLLER", "PILEDRIVER", "BULLDOZER", "NEHALEM", "DUNNINGTON", "PENRYN", "CORE2",
+    "BARCELONA", "BOBCAT", "OPTERON_SSE3", "OPTERON", "ATOM", "NANO", "PRESCOTT", "NORTHWOOD",
+    "ATHLON", "BANIAS", "COPPERMINE", "KATMAI",
+)
+
+
+def openblas_core_in_use() -> Optional[str]:
+    """The kernel family OneFlow's bundled OpenBLAS really selected (e.g. ``"ZEN"``), read
+    from the library's ``gotoblas`` table pointer once OneFlow is loaded; ``None`` when that
+    cannot be told (OneFlow not loaded, or a build without a dynamic-architecture OpenBLAS).
+
+    With OneFlow 0.9 on an AMD EPYC and no ``OPENBLAS_CORETYPE`` this says ``PRESCOTT``
+    (generic SSE3 kernels); ``SkylakeX`` gives ``HASWELL`` (the wheel has no AVX-512 kernels).
+    """
+    if "oneflow" not in sys.modules:
+        return None
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = {line.split()[-1] for line in f if "liboneflow" in line and line.rstrip().endswith(".so")}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            current = ctypes.c_void_p.in_dll(lib, "gotoblas").value
+        except (OSError, ValueError):
+            continue
+        for core in _OPENBLAS_CORES:
+            try:
+                if ctypes.addressof(ctypes.c_char.in_dll(lib, f"gotoblas_{core}")) == current:
+                    return core
+            except ValueError:
+                continue
+    return None
+
+
+_PR_SET_PDEATHSIG = 1
+_PR_GET_PDEATHSIG = 2
+
+
+def stop_with_launcher(environ: Optional[MutableMapping[str, str]] = None) -> Optional[int]:
+    """In a launched rank, ask the kernel to send SIGTERM when the launcher dies.
+
+    ``python -m oneflow.distributed.launch`` does not pass a signal on to its ranks when it is
+    not the leader of its process group (started from a script, a job step, a container's
+    entry point): told to stop, it prints "Main process received SIGTERM, exiting" and exits,
+    and its ranks train on as orphans, saving nothing. With a parent-death signal the ranks learn
+    of the launcher's death and stop as a SIGTERM stops them (libai's ``PreemptionHandler``:
+    finish the iteration, save a checkpoint, exit). A rank whose parent-death signal is already
+    set (``python -m libai.launch`` sets SIGKILL, it forwards signals itself) keeps it.
+
+    Only in a launched rank (``RANK``, ``LOCAL_RANK`` and ``MASTER_PORT`` in the environment),
+    only on Linux. Returns the signal set, else ``None``.
+    """
+    env = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or not all(k in env for k in ("RANK", "LOCAL_RANK", "MASTER_PORT")):
+        return None
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        current = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(current), 0, 0, 0) != 0 or current.value:
+            return None
+        parent = os.getppid()
+        if parent == 1 or libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    if os.getppid() != parent:  # the launcher died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+    return int(signal.SIGTERM)

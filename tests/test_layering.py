@@ -10,7 +10,7 @@ from importlinter.api import read_configuration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(ROOT, ".importlinter")
-PACKAGES = ("engine", "evaluation", "data", "optim", "scheduler", "tokenizer", "models", "layers",
+PACKAGES = ("engine", "plan", "evaluation", "data", "optim", "scheduler", "tokenizer", "models", "layers",
             "config", "utils", "_runtime")
 
 
@@ -37,7 +37,7 @@ def test_the_contracts_cover_the_rules_of_the_architecture():
     utils)."""
     contracts = {c["name"]: c for c in read_configuration(CONFIG)["contracts_options"]}
     layers = next(c for c in contracts.values() if c["type"] == "layers")
-    assert layers["layers"] == ["(inference)", "engine",
+    assert layers["layers"] == ["(inference)", "engine", "plan",
                                 "evaluation : data : optim : scheduler : tokenizer : models",
                                 "layers", "config : utils"]
     assert layers["ignore_imports"] == ["libai.models.utils -> libai.engine.graph"]

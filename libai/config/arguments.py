@@ -45,6 +45,10 @@ examples:
     python tools/train_net.py --config-file configs/my_config.py --eval-only \\
         train.load_weight=output/model_final
 
+  plan a 1,024-GPU run before launching it (validation, placement, memory, time; no training):
+    python tools/train_net.py --config-file configs/gpt3_175b_pretrain.py --dry-run \\
+        --nodes 128 --devices-per-node 8 --device-memory 80GiB [--suggest]
+
   two processes on this machine:
     python -m oneflow.distributed.launch --nproc_per_node 2 tools/train_net.py \\
         --config-file configs/my_config.py
@@ -63,7 +67,9 @@ def default_argument_parser(
 
     Returns:
         A parser whose result has ``config_file``, ``resume``, ``eval_only``, ``fast_dev_run``
-        and ``opts`` (the list of ``key=value`` overrides, for ``LazyConfig.apply_overrides``).
+        and ``opts`` (the list of ``key=value`` overrides, for ``LazyConfig.apply_overrides``),
+        and the preflight flags (``dry_run``, ``suggest``, ``world_size``, ``nodes``,
+        ``devices_per_node``, ``device*``, ...; read by ``libai.plan.cli``).
         Flags are recognised anywhere on the line, also after the overrides.
     """
     parser = OverridesArgumentParser(
@@ -89,6 +95,7 @@ def default_argument_parser(
         help="run a few iterations with frequent logging and evaluation, to check quickly "
         "that a config works end to end",
     )
+    _add_preflight_arguments(parser)
     parser.add_argument(
         "opts", nargs="*", default=[], metavar="KEY=VALUE",
         help="config overrides applied after loading the file, e.g. train.train_iter=100 "
@@ -96,3 +103,31 @@ def default_argument_parser(
         "before or after them",
     )
     return parser
+
+
+def _add_preflight_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run`` and the device figures it plans for (docs/preflight.md); libai.plan reads them."""
+    group = parser.add_argument_group("preflight (plan without training; docs/preflight.md)")
+    group.add_argument("--dry-run", action="store_true",
+                       help="validate the config and print the placement, memory and time plan; "
+                       "nothing is trained and no weights are allocated")
+    group.add_argument("--suggest", action="store_true",
+                       help="with --dry-run: rank the DP×TP×PP layouts that fit the devices")
+    group.add_argument("--world-size", type=int, default=None, metavar="N",
+                       help="devices to plan for (default: the launch's, else the config's sizes)")
+    group.add_argument("--nodes", type=int, default=None, metavar="N", help="nodes to plan for")
+    group.add_argument("--devices-per-node", type=int, default=None, metavar="M",
+                       help="devices per node (default: min(world size, 8))")
+    group.add_argument("--device", default=None, metavar="NAME",
+                       help="device preset: v100, a10, a100-40gb, a100 (default, 80GB), h100")
+    group.add_argument("--device-memory", default=None, metavar="SIZE", help="e.g. 80GiB")
+    group.add_argument("--device-flops", default=None, metavar="RATE",
+                       help="peak FLOP/s of the compute precision, e.g. 312T")
+    group.add_argument("--link-bandwidth", default=None, metavar="RATE",
+                       help="one-direction bandwidth between devices of a node, e.g. 300GB/s")
+    group.add_argument("--inter-node-bandwidth", default=None, metavar="RATE",
+                       help="per-device bandwidth between nodes, e.g. 25GB/s")
+    group.add_argument("--top", type=int, default=10, metavar="K", help="--suggest shows K layouts")
+    group.add_argument("--plan-json", default=None, metavar="FILE", help="also write the plan as JSON")
+    group.add_argument("--no-data-check", action="store_true",
+                       help="do not read the datasets' first samples")

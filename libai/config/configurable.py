@@ -5,10 +5,12 @@ while older configs hand over a single config dict (``Block(cfg)``). Decorating 
 ``@configurable`` accepts both, so the class is written once in the explicit style:
 
 - keyword style: ``Block(hidden=64, heads=4)`` calls ``__init__`` unchanged;
-- config style: ``Block(cfg)`` with a dict or DictConfig as the single positional argument turns
-  the config into keyword arguments, through the class's ``from_config`` classmethod when it
-  has one, else key for key. Extra keywords (``Block(cfg, heads=8)``) go to ``from_config`` if it
-  names them and otherwise override what it returned.
+- config style: ``Block(cfg)`` with a dict or DictConfig as the single positional argument, or
+  ``Block(cfg=cfg)`` by keyword as LiBai's configs write it (``LazyCall(Block)(cfg=cfg)``),
+  turns the config into keyword arguments, through the class's ``from_config`` classmethod
+  when it has one, else key for key. Extra keywords (``Block(cfg, heads=8)``) go to
+  ``from_config`` if it names them and otherwise override what it returned. A callable with a
+  ``cfg`` parameter of its own receives ``cfg=`` unchanged.
 
 Because the first positional argument being a mapping is what selects the config style, a
 configurable callable cannot take a dict as its first *positional* argument (pass it by keyword).
@@ -83,6 +85,29 @@ def _is_config_call(args: tuple) -> bool:
     return len(args) >= 1 and isinstance(args[0], (Mapping, DictConfig))
 
 
+def _takes_cfg(func: Callable) -> bool:
+    """Whether ``func`` has a parameter of its own named ``cfg`` (then ``cfg=`` is its own)."""
+    try:
+        return "cfg" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _config_args(func: Callable, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
+    """``(cfg, other keywords)`` when this is a config-style call, else None.
+
+    The config comes first positionally (``Block(cfg)``) or, as LiBai's configs write it,
+    by keyword (``LazyCall(Block)(cfg=cfg)`` calls ``Block(cfg=cfg)``), unless ``func``
+    itself takes a ``cfg`` argument.
+    """
+    if _is_config_call(args):
+        return args[0], kwargs
+    if not args and isinstance(kwargs.get("cfg"), (Mapping, DictConfig)) and not _takes_cfg(func):
+        rest = dict(kwargs)
+        return rest.pop("cfg"), rest
+    return None
+
+
 def _reject_extra_positionals(args: tuple, owner: str) -> None:
     if len(args) > 1:
         raise TypeError(
@@ -94,12 +119,13 @@ def _reject_extra_positionals(args: tuple, owner: str) -> None:
 def _wrap_init(init: Callable, from_config: Optional[Callable]) -> Callable:
     @functools.wraps(init)
     def wrapper(self, *args, **kwargs):
-        if not _is_config_call(args):
+        call = _config_args(init, args, kwargs)
+        if call is None:
             return init(self, *args, **kwargs)
         owner = type(self).__name__
         _reject_extra_positionals(args, owner)
         mapper = from_config or getattr(type(self), "from_config", None)
-        built = _config_to_kwargs(args[0], kwargs, mapper, owner)
+        built = _config_to_kwargs(call[0], call[1], mapper, owner)
         _check_arguments(init, built, owner, skip_first=True)
         return init(self, **built)
 
@@ -109,11 +135,12 @@ def _wrap_init(init: Callable, from_config: Optional[Callable]) -> Callable:
 def _wrap_function(func: Callable, from_config: Optional[Callable]) -> Callable:
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        if not _is_config_call(args):
+        call = _config_args(func, args, kwargs)
+        if call is None:
             return func(*args, **kwargs)
         owner = func.__qualname__
         _reject_extra_positionals(args, owner)
-        built = _config_to_kwargs(args[0], kwargs, from_config, owner)
+        built = _config_to_kwargs(call[0], call[1], from_config, owner)
         _check_arguments(func, built, owner, skip_first=False)
         return func(**built)
 

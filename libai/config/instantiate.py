@@ -2,9 +2,14 @@
 
 A node is a mapping with a ``_target_`` (a class, a function or a dotted import string) and
 keyword arguments. Building is recursive and children come first, so a node's arguments are
-already-built objects when its target is called. Everything else passes through: plain dicts
-and lists come back as plain dicts and lists with the nodes inside them built (tuples, named
-tuples included, keep their type).
+already-built objects when its target is called. Everything else passes through with the
+nodes inside it built: lists stay lists (tuples, named tuples included, keep their type), and
+a mapping without ``_target_`` reaches a target as an omegaconf ``DictConfig`` holding the
+built values, as LiBai hands it over, so code written against LiBai (``cfg.hidden_size``,
+``cfg.get(...)``, ``OmegaConf.to_container(cfg)``) works unchanged; modules, tensors and
+other objects inside it stay the same objects. (A top-level ``instantiate(mapping)`` returns
+a plain ``dict``; a mapping omegaconf cannot hold unchanged, e.g. one holding a named tuple,
+is handed over as a ``dict``.)
 
 Two keys of a node are not arguments. ``_target_`` may itself be a node, built first to obtain
 the callable (a factory that returns a class or a function). ``_recursive_: False`` (in the node,
@@ -25,6 +30,7 @@ Errors say *where*: a failure anywhere names the key path of the failing node (c
 config root when the node came from one, e.g. ``dataloader.train.dataset[0]``) and its target,
 and chains the original exception.
 """
+import dataclasses
 import difflib
 import inspect
 from collections.abc import Mapping
@@ -48,6 +54,8 @@ _NAME_NODE_SPECIAL_KEYS = ("name", REGISTRY_KEY, RECURSIVE_KEY)
 # keys of a MODEL registry node that are not model arguments
 _MODEL_EMA_KEY = "ema"
 _MODEL_LOSS_KEY = "loss"
+# mappings handed to targets hold built objects as they are
+_VIEW_FLAGS = {"allow_objects": True}
 
 
 def is_node(obj: Any) -> bool:
@@ -98,9 +106,25 @@ def instantiate(cfg: Any, **kwargs: Any) -> Any:
                 f"Register the class, or set _registry_ to the registry that has it"
             )
         copy = {key: cfg[key] for key in cfg.keys()}
-        copy.update(kwargs)
+        # objects given here are handed to the target as they are (a list of param-group
+        # dicts stays a list of dicts): they are values, not config to build
+        copy.update({key: value if key == TARGET_KEY else _Given(value)
+                     for key, value in kwargs.items()})
         return _build(copy, path, recursive)
     return _build(cfg, _node_path(cfg), recursive)
+
+
+class _Given:
+    """An argument passed to ``instantiate(node, **arguments)``: handed over unchanged."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _unwrap(value: Any) -> Any:
+    return value.value if isinstance(value, _Given) else value
 
 
 def _check_recursive_flag(value: Any, where: str) -> None:
@@ -143,7 +167,11 @@ def _child(node: Any, key: Any, path: str) -> Any:
         ) from error
 
 
-def _build(node: Any, path: str, recursive: bool = True) -> Any:
+def _build(node: Any, path: str, recursive: bool = True, as_config: bool = False) -> Any:
+    """Build ``node``; ``as_config`` marks a value that will be handed to a target, whose
+    mappings become attribute-accessible ``DictConfig`` objects (see :func:`_config_view`)."""
+    if isinstance(node, _Given):
+        return node.value
     if isinstance(node, (Mapping, DictConfig)):
         if TARGET_KEY in node:
             return _call(node, path, recursive)
@@ -152,17 +180,51 @@ def _build(node: Any, path: str, recursive: bool = True) -> Any:
             resolved = resolve_name_node(node, _node_path(node) or path)
             if resolved is not None:
                 return _call_named(node, path, resolved[0], resolved[1], recursive)
-        return {
-            key: _build(_child(node, key, path), join_path(path, key))
+        built = {
+            key: _build(_child(node, key, path), join_path(path, key), as_config=as_config)
             for key in node.keys()
             if key != REGISTRY_KEY
         }
+        return _config_view(built) if as_config else built
     if isinstance(node, (list, tuple, ListConfig)):
-        built = [_build(_child(node, i, path), join_path(path, i)) for i in range(len(node))]
+        built = [_build(_child(node, i, path), join_path(path, i), as_config=as_config)
+                 for i in range(len(node))]
         if isinstance(node, tuple) and hasattr(type(node), "_fields"):
             return type(node)(*built)  # a named tuple keeps its type
         return tuple(built) if isinstance(node, tuple) else built
     return node
+
+
+def _keeps_type_only_in_dict(value: Any) -> bool:
+    """A value omegaconf would convert on the way in (a named tuple, a dataclass or attrs
+    instance become lists / structured configs), anywhere inside ``value``."""
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return True
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return True
+    if hasattr(type(value), "__attrs_attrs__") and not isinstance(value, type):
+        return True
+    if isinstance(value, Mapping) and not isinstance(value, DictConfig):
+        return any(_keeps_type_only_in_dict(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_keeps_type_only_in_dict(v) for v in value)
+    return False
+
+
+def _config_view(built: Dict[Any, Any]) -> Any:
+    """A mapping handed to a target, as LiBai hands it: an omegaconf ``DictConfig`` (so
+    ``cfg.hidden_size`` and ``cfg["hidden_size"]`` both work), holding the built children
+    as they are (``allow_objects``: a module or a tensor stays the same object).
+
+    A mapping that omegaconf cannot hold without changing a value (non-string keys it
+    rejects, named tuples, dataclass instances) is handed over as the plain ``dict``.
+    """
+    if _keeps_type_only_in_dict(built):
+        return built
+    try:
+        return OmegaConf.create(built, flags=_VIEW_FLAGS)
+    except (OmegaConfBaseException, ValueError, TypeError):
+        return built
 
 
 def _resolve_target(spec: Any, path: str) -> Any:
@@ -201,8 +263,8 @@ def _call(node: Any, path: str, recursive: bool = True) -> Any:
         recursive = _child(node, RECURSIVE_KEY, path)
         _check_recursive_flag(recursive, f"{RECURSIVE_KEY} of {_where(path)}")
     kwargs = {
-        key: _build(_child(node, key, path), join_path(path, key)) if recursive
-        else _child(node, key, path)
+        key: _build(_child(node, key, path), join_path(path, key), as_config=True) if recursive
+        else _unwrap(_child(node, key, path))
         for key in node.keys()
         if key not in _SPECIAL_KEYS
     }
@@ -232,9 +294,9 @@ def _call_named(node: Any, path: str, target: Any, registry: Registry, recursive
         if is_model and key == _MODEL_LOSS_KEY and _is_loss_dict(value):
             kwargs[key] = _build_loss_compose(value, join_path(path, key))
         elif recursive:
-            kwargs[key] = _build(value, join_path(path, key))
+            kwargs[key] = _build(value, join_path(path, key), as_config=True)
         else:
-            kwargs[key] = value
+            kwargs[key] = _unwrap(value)
     return _invoke(target, kwargs, path, name)
 
 

@@ -7,7 +7,9 @@ parallel axes and the pipeline stage (``placement_idx``) whose layers consume it
 
 The collate function stacks Instances into one batch Instance (:meth:`Instance.stack`); the
 trainer then calls :meth:`Instance.to_global` with the run's layout, the one place where local
-batches become global tensors.
+batches become global tensors (in every run, one process included, as in LiBai: the model and
+user code see ``.sbp`` and ``.placement`` of each field). LiBai's in-place
+``DistTensorData.to_global()`` works too.
 """
 from collections import OrderedDict
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -71,9 +73,35 @@ class DistTensorData:
         """Page-locked copy (what ``DataLoader(pin_memory=True)`` calls on CUDA runs)."""
         return DistTensorData(self.tensor.pin_memory(), self.sbp_list, self.placement_idx)
 
-    def to_global(self, layout: Any) -> flow.Tensor:
-        """This field as a tensor under ``layout`` (see :meth:`ParallelLayout.to_global`)."""
+    def place(self, layout: Any) -> flow.Tensor:
+        """This field as a global tensor under ``layout`` (see :meth:`ParallelLayout.to_global`);
+        ``self`` is left as it is."""
         return layout.to_global(self.tensor, _parse_sbp(self.sbp_list), self.placement_idx)
+
+    def to_global(
+        self, sbp: Optional[Sequence[Any]] = None, placement: Optional[flow.placement] = None,
+        device_type: Optional[str] = None,
+    ) -> None:
+        """LiBai's in-place conversion: ``self.tensor`` becomes a global tensor (and ``self.sbp``
+        its nd-SBP), as LiBai code such as ``dtd = DistTensorData(t); dtd.to_global(); dtd.tensor``
+        expects. Returns ``None``, as LiBai's does.
+
+        ``sbp`` is a physical nd-SBP (default: :attr:`sbp_list` through
+        :func:`libai.utils.distributed.get_nd_sbp`); ``placement`` a placement (default: stage
+        ``placement_idx`` of the current layout, on ``device_type`` if given; LiBai's default
+        ``"cuda"`` means the layout's device where there is no GPU). As in LiBai, the value is
+        taken from the first stage's ranks and then moved to its own stage.
+        """
+        from libai.utils import distributed as dist
+
+        self.sbp = list(sbp) if sbp is not None else dist.get_nd_sbp(_parse_sbp(self.sbp_list))
+        if placement is not None:
+            self.tensor = self.tensor.to_global(sbp=self.sbp, placement=placement)
+            return
+        self.tensor = self.tensor.to_global(sbp=self.sbp, placement=dist.get_layer_placement(0, device_type))
+        if self.placement_idx != 0:
+            self.tensor = self.tensor.to_global(
+                placement=dist.get_layer_placement(self.placement_idx, device_type))
 
     def __repr__(self) -> str:
         return (
@@ -192,11 +220,11 @@ class Instance:
         return batch
 
     def to_global(self, layout: Any) -> "Instance":
-        """A new Instance whose DistTensorData fields are tensors placed by ``layout``."""
+        """A new Instance whose DistTensorData fields are global tensors placed by ``layout``."""
         out = Instance()
         for name, value in self._fields.items():
             if isinstance(value, DistTensorData):
-                out.set(name, value.to_global(layout))
+                out.set(name, value.place(layout))
             elif isinstance(value, Instance):
                 out.set(name, value.to_global(layout))
             else:

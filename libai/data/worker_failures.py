@@ -11,16 +11,31 @@ batch. The worker stays alive, so the main process waits for that batch forever.
 failure on as the batch's error instead, which the loader re-raises like any worker exception.
 :func:`explain_worker_exit` adds to the loader's "worker exited unexpectedly" error which worker
 died and of what (exit code or signal), with the usual causes.
+
+A stop signal must not kill the workers either. Ctrl-C reaches every process of the terminal's
+process group, ``timeout`` and ``kill -- -PGID`` signal the group, and Slurm signals every process
+of a job step: OneFlow's workers exit on SIGINT/SIGTERM (and SIGUSR1 terminates any process by
+default), after which the training process, which took the same signal as a request to stop
+cleanly, fails with "DataLoader worker exited unexpectedly" in the middle of an evaluation.
+The workers of :func:`reporting_context` therefore leave these signals to the training process
+(:func:`guard_worker_signals`): they ignore them while it lives, and it ends them as it ends any
+loader. A worker whose training process has died still exits on them (OneFlow asks the kernel to
+send SIGINT to a worker when its parent dies).
 """
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.queues
+import os
 import signal
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from oneflow._utils import ExceptionWrapper
 
-__all__ = ["ReportingQueue", "explain_worker_exit", "reporting_context"]
+__all__ = ["ReportingQueue", "StopSignalGuard", "explain_worker_exit", "guard_worker_signals",
+           "reporting_context"]
+
+#: The signals that ask a training run to stop (:class:`libai.engine.hooks.PreemptionHandler`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 
 
 class ReportingQueue(multiprocessing.queues.Queue):
@@ -57,12 +72,83 @@ def _worker_id() -> str:
     return str(info.id) if info is not None else "?"
 
 
+def guard_worker_signals() -> None:
+    """In a loader worker: leave SIGINT, SIGTERM and SIGUSR1 to the training process.
+
+    While the process that started this worker lives, the signals are ignored (it received them
+    too, or they were meant for the job, and it stops the loader itself); once it has died, or
+    when it terminates this worker (``Process.terminate()``, or Python ending daemon processes at exit), the
+    handler that was installed before (OneFlow's: free shared memory and exit) runs, or the worker
+    exits. Then the signals are unblocked: a worker of :func:`reporting_context` starts with them
+    blocked, so one that arrived while it started is taken here, not by OneFlow's handler.
+    """
+    parent = os.getppid()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    # set by the parent's Process.terminate() (the loader shutting its workers down, or Python's
+    # exit ending daemon processes): then SIGTERM is meant for this worker
+    asked = getattr(multiprocessing.current_process(), "_terminate_requested", None)
+
+    def on_stop_signal(signum: int, frame: Any) -> None:
+        if os.getppid() == parent and not (asked is not None and asked.value):
+            return
+        handler = previous.get(signum)
+        if callable(handler) and signum != signal.SIGUSR1:  # SIGUSR1's is the parent's, inherited
+            handler(signum, frame)
+        os._exit(128 + signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, on_stop_signal)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    if os.getppid() != parent:  # died before the handler was in place
+        on_stop_signal(signal.SIGTERM, None)
+
+
+class StopSignalGuard:
+    """A loader's ``worker_init_fn`` that first calls :func:`guard_worker_signals`, then the
+    wrapped one (picklable, for the ``spawn`` start method)."""
+
+    def __init__(self, init_fn: Optional[Callable[[int], Any]] = None) -> None:
+        self.init_fn = init_fn
+
+    def __call__(self, worker_id: int) -> None:
+        guard_worker_signals()
+        if self.init_fn is not None:
+            self.init_fn(worker_id)
+
+
 def reporting_context(method: Optional[str] = None) -> multiprocessing.context.BaseContext:
     """The multiprocessing context ``method`` (default: the platform's) with :class:`ReportingQueue`
-    queues; give it to a DataLoader as ``multiprocessing_context``."""
+    queues and workers started with the stop signals blocked (unblocked by
+    :class:`StopSignalGuard`, which the loader must use as its ``worker_init_fn``); give it to a
+    DataLoader as ``multiprocessing_context``."""
     base = multiprocessing.get_context(method)
 
+    class _GuardedProcess(base.Process):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._terminate_requested = base.RawValue("b", 0)  # read by the worker's guard
+
+        def start(self) -> None:
+            # Blocked across the fork: the child inherits the mask, so a Ctrl-C arriving before
+            # its guard is installed waits for it instead of reaching OneFlow's exit handler.
+            before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                super().start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, before)
+            # Process.terminate() and Python's exit (which ends daemon workers through
+            # ``_popen.terminate()`` directly) both send SIGTERM through the Popen object.
+            popen, flag = self._popen, self._terminate_requested
+            send_sigterm = popen.terminate
+
+            def terminate() -> None:
+                flag.value = 1
+                send_sigterm()
+
+            popen.terminate = terminate
+
     class _ReportingContext(type(base)):  # type: ignore[misc]
+
         def Queue(self, maxsize: int = 0) -> ReportingQueue:  # noqa: N802 (multiprocessing's name)
             return ReportingQueue(maxsize, ctx=base)
 

@@ -23,6 +23,7 @@ import oneflow as flow
 
 from libai.config import LazyConfig, default_argument_parser
 from libai.engine.default_trainer import DefaultTrainer, TrainingFailed
+from libai.engine.hooks.preemption import catch_stop_signals
 from libai.engine.setup import complete_config, default_setup
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
@@ -93,19 +94,29 @@ def main(args: argparse.Namespace, trainer_cls: Type[DefaultTrainer] = DefaultTr
     Returns the last evaluation's results; raises
     :class:`~libai.engine.default_trainer.TrainingFailed` when a hook stopped the run as failed.
     """
-    cfg = load_config(args)
-    with hold_output_dir(cfg.train.output_dir):  # one live run per output_dir (libai.utils.run_lock)
-        default_setup(cfg, args)
-        if args.eval_only:
+    if args.eval_only:
+        cfg = load_config(args)
+        with hold_output_dir(cfg.train.output_dir):  # one live run per output_dir (libai.utils.run_lock)
+            default_setup(cfg, args)
             return evaluate_only(cfg, trainer_cls)
-        trainer = trainer_cls(cfg)
-        trainer.resume_or_load(resume=args.resume)
-        return trainer.train()
+    # A stop signal from here on (Ctrl-C, a scheduler's SIGTERM) is kept for the training, which
+    # saves its first iteration and ends cleanly, instead of killing a run that is starting.
+    with catch_stop_signals():
+        cfg = load_config(args)
+        with hold_output_dir(cfg.train.output_dir):
+            default_setup(cfg, args)
+            trainer = trainer_cls(cfg)
+            trainer.resume_or_load(resume=args.resume)
+            return trainer.train()
 
 
 def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
     """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
     args = default_argument_parser().parse_args(argv)
+    if getattr(args, "dry_run", False) or getattr(args, "suggest", False):  # preflight: no training
+        from libai.plan.cli import run_dry_run
+
+        sys.exit(run_dry_run(args))
     try:
         return main(args, trainer_cls)
     except TrainingFailed as failure:

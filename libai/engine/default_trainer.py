@@ -12,6 +12,7 @@ The command-line program around this class is :mod:`libai.engine.cli`.
 """
 import contextlib
 import copy
+import inspect
 import logging
 import os
 from collections import OrderedDict
@@ -221,6 +222,8 @@ class DefaultTrainer(TrainerBase):
         from libai.tokenizer import build_tokenizer
 
         tokenizer = build_tokenizer(node)
+        if not hasattr(tokenizer, "padded_vocab_size"):
+            return tokenizer  # a project's own tokenizer class: its model config sizes itself
         configured = try_get_key(cfg, "model.cfg.vocab_size", default=None)
         padded = int(tokenizer.padded_vocab_size)
         if configured is not None and int(configured) != padded:
@@ -251,7 +254,7 @@ class DefaultTrainer(TrainerBase):
         cfg = self.cfg.train
         ev = cfg.evaluation
         result: List[Optional[hooks.HookBase]] = [
-            hooks.IterationTimer(),
+            hooks.IterationTimer(period=cfg.log_period),
             hooks.LRScheduler(),
             hooks.NaNLossHook.from_config(
                 {**cfg.nan_check, "period": cfg.nan_check.period or cfg.log_period},
@@ -410,6 +413,9 @@ class DefaultTrainer(TrainerBase):
             extra = self.checkpointer.resume_or_load(path, resume=True)
             # ``iteration`` is the last completed iteration the checkpoint holds.
             self.start_iter = int(extra.get("iteration", self.iter)) + 1
+            if "trainer" not in self.checkpointer.last_load_report.loaded_parts:
+                # no trainer state (a checkpoint of LiBai's): its rule, iterations x global batch
+                self.consumed_train_samples = self.start_iter * self.plan.batch.global_batch_size
             self._set_sampler_position(self.consumed_train_samples)
             logger.info(f"Resumed from {path}: next iteration {self.start_iter}, "
                         f"{self.consumed_train_samples} samples consumed")
@@ -514,16 +520,33 @@ def _target_of(node: Any) -> Any:
     return target
 
 
+def _takes_tokenizer(ds: Any) -> bool:
+    """Whether a dataset node receives the trainer's tokenizer: it names a ``tokenizer`` key,
+    or (LiBai's configs never name one; its trainer sets it on every dataset node) its target
+    accepts a ``tokenizer`` argument."""
+    if not hasattr(ds, "keys"):
+        return False
+    if "tokenizer" in ds:
+        return True
+    target = _target_of(ds)
+    try:
+        params = inspect.signature(target).parameters if target is not None else {}
+    except (TypeError, ValueError):
+        return False
+    return "tokenizer" in params
+
+
 def _with_tokenizer(node: Any, tokenizer: Any, build: bool = True) -> Any:
     """The loader node with the built tokenizer given to each dataset node that takes one
-    (the dataset built with it, or with ``build=False`` left a node holding it)."""
+    (see :func:`_takes_tokenizer`; the dataset built with it, or with ``build=False`` left a
+    node holding it)."""
     datasets = node.get("dataset", None) if tokenizer is not None else None
     if datasets is None:
         return node
     single = hasattr(datasets, "keys")
 
     def fill(ds: Any) -> Any:
-        if not (hasattr(ds, "keys") and "tokenizer" in ds):
+        if not _takes_tokenizer(ds):
             return ds
         if build:
             return instantiate_with(ds, tokenizer=tokenizer)

@@ -28,6 +28,7 @@ from libai.engine.optimizer_step import OptimizerStep
 from libai.engine.support import collective_fusion_applies
 from libai.engine.trainer import sum_losses
 from libai.layers import TransformerLayer
+from libai.layers.utils import adopt_local
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +161,11 @@ class GraphBase(nn.Graph):
         module = self._eager_model[0]
         was_training = module.training
         module.train(self.is_train)
+        layout = self._layout
+        if layout is not None and layout.is_global and layout.world_size == 1:
+            # one process: a local input is the full value; a graph cannot convert it inside
+            args = tuple(_adopt(a, layout) for a in args)
+            kwargs = {k: _adopt(v, layout) for k, v in kwargs.items()}
         try:
             return super().__call__(*args, **kwargs)
         finally:
@@ -172,6 +178,10 @@ class GraphBase(nn.Graph):
         loss = sum_losses(outputs)
         loss.backward()
         return {k: v for k, v in outputs.items() if "loss" in k}
+
+
+def _adopt(value: Any, layout: Any) -> Any:
+    return adopt_local(value, layout, 0) if isinstance(value, flow.Tensor) else value
 
 
 def _switched_on(setting: Any) -> bool:

@@ -1,5 +1,6 @@
 """Top-k classification accuracy."""
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Dict, Sequence
 
 import oneflow as flow
@@ -13,7 +14,8 @@ class ClsEvaluator(DatasetEvaluator):
     """Top-k accuracy in percent, reported as ``Acc@1``, ``Acc@5``, ...
 
     Reads ``outputs["prediction_scores"]`` (``[B, C]`` class scores or logits) and
-    ``inputs["labels"]`` (``[B]`` class indices). A sample counts as correct at ``k`` when its
+    ``inputs["labels"]`` (``[B]`` class indices; a BERT batch without ``labels`` is scored
+    against its ``ns_labels``, which is what ``BertForClassification`` learns from it). A sample counts as correct at ``k`` when its
     label is among the ``k`` highest scores. With fewer than ``k`` classes every sample is
     correct at ``k`` (the label is always among all the classes).
 
@@ -34,7 +36,12 @@ class ClsEvaluator(DatasetEvaluator):
 
     def process(self, inputs: Dict[str, Any], outputs: Dict[str, Any]) -> None:
         scores = require_field(outputs, "prediction_scores", "outputs", "ClsEvaluator")
-        labels = require_field(inputs, "labels", "inputs", "ClsEvaluator")
+        if isinstance(inputs, Mapping) and "labels" not in inputs and "ns_labels" in inputs:
+            # a BERT batch classified by BertForClassification: its class labels are the
+            # pair labels (the model reads them the same way, as LiBai's does)
+            labels = inputs["ns_labels"]
+        else:
+            labels = require_field(inputs, "labels", "inputs", "ClsEvaluator")
         if scores.ndim != 2:
             raise ValueError(
                 f"ClsEvaluator expects prediction_scores of shape [batch, classes], got "

@@ -50,13 +50,35 @@ def trunc_normal_init(std: float = 0.02) -> Callable[[flow.Tensor], flow.Tensor]
     return init
 
 
+class _PatchProjection(nn.Conv2d):
+    """The patch convolution (kernel = stride = patch), parameters placed by the layout.
+
+    It is an ``nn.Conv2d`` so code written for LiBai (``patch_embed.proj.weight``, MAE's and
+    MoCo v3's initialisation, ``isinstance(m, nn.Conv2d)`` walks) finds what it expects; its
+    ``weight`` ``[dim, C, p, p]`` and ``bias`` are replaced by layout-aware parameters.
+    """
+
+    def __init__(self, in_chans: int, embed_dim: int, patch: Tuple[int, int],
+                 init_method: Callable[[flow.Tensor], Any], layout: Any, layer_idx: int) -> None:
+        super().__init__(in_chans, embed_dim, kernel_size=patch, stride=patch)
+        self.weight = make_parameter((embed_dim, in_chans, *patch), init_method, layout, layer_idx)
+        self.bias = make_parameter((embed_dim,), nn.init.zeros_, layout, layer_idx)
+
+    def forward(self, images: flow.Tensor) -> flow.Tensor:
+        if images.dtype != self.weight.dtype:
+            images = images.to(self.weight.dtype)
+        return flow.nn.functional.conv2d(images, self.weight, self.bias, stride=self.stride)
+
+
 class PatchEmbedding(nn.Module):
     """Cut an image into non-overlapping ``patch × patch`` squares and project each to a vector.
 
-    A convolution with kernel = stride = patch size: ``[B, C, H, W] -> [B, H/p · W/p, dim]``,
-    patches in row-major order. The weight has the usual conv shape ``[dim, C, p, p]`` (so
-    pretrained ViT/Swin patch projections load as they are) and is replicated over
-    tensor-parallel ranks; the batch stays split over data-parallel ranks.
+    A convolution with kernel = stride = patch size, ``proj`` (LiBai's name, so its parameters
+    are ``proj.weight`` ``[dim, C, p, p]`` and ``proj.bias`` as in LiBai's checkpoints and
+    pretrained ViT/Swin patch projections): ``[B, C, H, W] -> [B, H/p · W/p, dim]``, patches
+    in row-major order. The weight is replicated over tensor-parallel ranks; the batch stays
+    split over data-parallel ranks. ``norm`` is the LayerNorm over each patch vector, or
+    ``nn.Identity`` when there is none (as in LiBai).
 
     Args:
         img_size, patch_size: ints or ``(height, width)``; the image must divide into patches.
@@ -97,12 +119,11 @@ class PatchEmbedding(nn.Module):
         )
         self.num_patches = self.grid_size[0] * self.grid_size[1]
         self.in_chans = in_chans
+        self.embed_dim = embed_dim
         self.layout = current_layout()
         self.layer_idx = layer_idx
-        self.weight = make_parameter(
-            (embed_dim, in_chans, *self.patch_size), init_method, self.layout, layer_idx
-        )
-        self.bias = make_parameter((embed_dim,), nn.init.zeros_, self.layout, layer_idx)
+        self.proj = _PatchProjection(in_chans, embed_dim, self.patch_size, init_method,
+                                     self.layout, layer_idx)
         self.flatten = flatten
         if norm_layer is not None and norm:
             raise ValueError("give PatchEmbedding either norm=True or norm_layer=..., not both")
@@ -110,7 +131,7 @@ class PatchEmbedding(nn.Module):
             self.norm = norm_layer(embed_dim, layer_idx=layer_idx) if _takes_layer_idx(
                 norm_layer) else norm_layer(embed_dim)
         else:
-            self.norm = LayerNorm(embed_dim, layer_idx=layer_idx) if norm else None
+            self.norm = LayerNorm(embed_dim, layer_idx=layer_idx) if norm else nn.Identity()
 
     def forward(self, images: flow.Tensor) -> flow.Tensor:
         if images.ndim != 4 or tuple(images.shape[1:]) != (self.in_chans, *self.img_size):
@@ -120,17 +141,17 @@ class PatchEmbedding(nn.Module):
                 "data transforms or set the model's img_size / in_chans to match"
             )
         images = to_sbp(images, self.layout, self.layer_idx, tensor_sbp=broadcast())
-        if images.dtype != self.weight.dtype:
-            images = images.to(self.weight.dtype)
-        x = flow.nn.functional.conv2d(images, self.weight, self.bias, stride=self.patch_size)
+        x = self.proj(images)
         if not self.flatten:
-            return x if self.norm is None else self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            if isinstance(self.norm, nn.Identity):
+                return x
+            return self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         x = x.flatten(2).transpose(1, 2)  # [B, dim, gh, gw] -> [B, gh*gw, dim]
-        return self.norm(x) if self.norm is not None else x
+        return self.norm(x)
 
     def extra_repr(self) -> str:
         return (f"img_size={self.img_size}, patch_size={self.patch_size}, "
-                f"in_chans={self.in_chans}, embed_dim={self.weight.shape[0]}, "
+                f"in_chans={self.in_chans}, embed_dim={self.embed_dim}, "
                 f"layer_idx={self.layer_idx}")
 
 

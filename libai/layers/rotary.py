@@ -20,7 +20,7 @@ from typing import Tuple
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import place_constant
+from libai.layers.utils import adopt_local, place_constant
 from libai.utils.distributed import current_layout
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
@@ -83,6 +83,8 @@ class RotaryEmbedding(nn.Module):
         ``position_offset`` is the number of tokens already in the key/value cache. Query and
         key may have different lengths only if both start at ``position_offset``.
         """
+        query = adopt_local(query, self.layout, self.layer_idx)
+        key = adopt_local(key, self.layout, self.layer_idx)
         seq = max(int(query.shape[2]), int(key.shape[2]))
         end = position_offset + seq
         if end > int(self._cos.shape[0]):

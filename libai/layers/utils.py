@@ -1,16 +1,23 @@
 """Where a layer's tensors live: the one place that asks ``layout.is_global``.
 
 Every libai layer reads the current :class:`~libai.utils.distributed.ParallelLayout` when it is
-built and keeps it. Layers never test ``is_global`` themselves; they call the helpers below,
-which do nothing (beyond moving a tensor to the layout's device) in a one-process run and
-convert SBP/placement in a multi-process one. Keeping the branch here means a one-process run
-pays no global-tensor overhead, and a multi-process run has exactly one code path to trust.
+built and keeps it. Layers never test ``is_global`` themselves; they call the helpers below.
+Tensors are OneFlow *global* tensors in every run, one process included (a one-rank placement),
+as in LiBai: parameters, batches and activations answer ``.sbp`` and ``.placement``, and code
+written for LiBai runs unchanged. What that costs in one process is measured in
+docs/benchmarks.md ("Global tensors in one process"). The one exception is
+:func:`local_tensors`, which holds a one-process model in plain local tensors for code that
+needs them and that no user code watches (ONNX export); there, the helpers only move tensors to
+the layout's device.
 
 Vocabulary: layers speak of a global tensor's SBP as the logical pair ``[over data parallel,
 over tensor parallel]``; the layout maps it to its placements' physical nd-SBP (one axis under
 pure data parallelism, two otherwise). Parameters are always broadcast over the data axis;
 activations keep whatever the data axis already is (normally ``split(0)``, the batch) and only
-change the tensor axis.
+change the tensor axis. In a one-process run a *local* tensor handed to a layer (say
+``model(input_ids=flow.tensor(...))``) is unambiguous, the full value, and is made global
+(broadcast) on the layer's placement; with several processes it is an error, since it could be
+either this rank's piece or the whole.
 
 Initialisation is layout-independent: :func:`make_parameter` draws the *full* tensor on every
 rank from OneFlow's default CPU generator, in construction order, and only then places it and
@@ -20,7 +27,7 @@ transiently materialises one full parameter at a time (peak extra memory = the l
 parameter, e.g. the word embedding), plus one broadcast of that parameter over its stage.
 """
 import contextlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, List, Sequence
 
 import oneflow as flow
 from oneflow import nn
@@ -33,9 +40,12 @@ __all__ = [
     "split",
     "make_parameter",
     "skip_weight_init",
+    "record_parameter_shapes",
     "place_constant",
     "to_layer",
     "to_sbp",
+    "adopt_local",
+    "local_tensors",
     "arange",
     "sbp_equal",
 ]
@@ -89,6 +99,27 @@ def skip_weight_init() -> Iterator[None]:
         _skip_init_depth -= 1
 
 
+_shape_recorders: List[Callable[..., None]] = []
+
+
+@contextlib.contextmanager
+def record_parameter_shapes(record: Callable[..., None]) -> Iterator[None]:
+    """Build layers with zero-storage stand-ins instead of their parameters (for planning).
+
+    Inside, :func:`make_parameter` returns a parameter of the right shape and dtype that is a
+    stride-0 view of one element (it holds 4 bytes, whatever its shape) and calls
+    ``record(parameter, shape, tensor_sbp, layer_idx, dtype)``; it neither draws nor places
+    anything. This is how ``libai.plan`` builds a 175B-parameter model in a laptop's memory and
+    reads every parameter's shape, stage and tensor-parallel split. The stand-ins cannot be
+    trained (they all alias one element); plain ``oneflow.nn`` modules still allocate theirs.
+    """
+    _shape_recorders.append(record)
+    try:
+        yield
+    finally:
+        _shape_recorders.pop()
+
+
 def make_parameter(
     shape: Sequence[int],
     init_method: Callable[[flow.Tensor], Any],
@@ -104,6 +135,10 @@ def make_parameter(
     advances identically and the model does not depend on the parallel sizes. ``tensor_sbp``
     is the SBP over the tensor-parallel axis (``None`` = replicated).
     """
+    if _shape_recorders:
+        stand_in = nn.Parameter(flow.zeros(1, dtype=dtype).expand(*shape))
+        _shape_recorders[-1](stand_in, tuple(int(d) for d in shape), tensor_sbp, layer_idx, dtype)
+        return stand_in
     full = flow.empty(*shape, dtype=flow.float32)
     if not _skip_init_depth:
         with flow.no_grad():
@@ -140,16 +175,28 @@ def place_constant(
 def to_layer(x: flow.Tensor, layout: ParallelLayout, layer_idx: int) -> flow.Tensor:
     """Move ``x`` onto the pipeline stage of ``layer_idx``, keeping its SBP.
 
-    This is how activations (and tied weights) cross pipeline stages. Local layout: only a
-    device move, when needed.
+    This is how activations (and tied weights) cross pipeline stages. A local ``x`` in a
+    one-process run is taken as the full value and broadcast. Local layout (see
+    :func:`local_tensors`): only a device move, when needed.
     """
     if not layout.is_global:
         return x if x.device == layout.device else x.to(layout.device)
+    x = adopt_local(x, layout, layer_idx)
     _check_global(x, layout)
     placement = layout.layer_placement(layer_idx)
     if x.placement != placement:
         x = x.to_global(placement=placement)
     return x
+
+
+def adopt_local(x: flow.Tensor, layout: ParallelLayout, layer_idx: int) -> flow.Tensor:
+    """A local ``x`` handed to a layer of a one-process global layout, as a global tensor on
+    ``layer_idx``'s placement (a local tensor is the full value when there is one process);
+    anything else unchanged. For layers that follow their inputs' placement instead of moving
+    them (:func:`to_layer` calls it too)."""
+    if x.is_global or not layout.is_global or layout.world_size != 1:
+        return x
+    return x.to(layout.device).to_global(placement=layout.layer_placement(layer_idx), sbp=layout.nd_sbp())
 
 
 def to_sbp(
@@ -166,7 +213,7 @@ def to_sbp(
         data_sbp: SBP over the data-parallel axis, or :data:`KEEP` (activations normally keep
             their batch split).
 
-    A no-op on the SBP in a one-process layout. Converting ``partial_sum`` to ``broadcast``
+    A no-op on the SBP under :func:`local_tensors`. Converting ``partial_sum`` to ``broadcast``
     here is what performs the tensor-parallel all-reduce.
     """
     x = to_layer(x, layout, layer_idx)
@@ -192,6 +239,64 @@ def arange(
     return flow.arange(
         start, end, dtype=dtype, placement=layout.layer_placement(layer_idx), sbp=layout.nd_sbp()
     )
+
+
+@contextlib.contextmanager
+def local_tensors(model: nn.Module) -> Iterator[nn.Module]:
+    """Hold a one-process ``model`` in plain local tensors inside the ``with`` block.
+
+    For code that needs local tensors and whose tensors no user code sees, such as ONNX export
+    (OneFlow's converter reads a graph of local tensors). Inside, every libai layer uses its
+    layout's :meth:`~libai.utils.distributed.ParallelLayout.local_copy`, and every global
+    parameter, buffer and tensor attribute is replaced by its local value (shared parameters
+    stay shared; ``requires_grad`` is kept). Leaving the block puts the original layouts and
+    tensor objects back, so optimizers and hooks that hold them are unaffected; values written
+    to the local stand-ins inside (there should be none) are not copied back.
+
+    Raises:
+        ValueError: the model was built for more than one process (a local tensor would be
+            only this rank's piece).
+    """
+    saved: List[Any] = []  # (module, dict name, key, original value)
+    local_of: dict = {}  # id(original parameter) -> its local stand-in, to keep ties
+    try:
+        for module in model.modules():
+            layout = getattr(module, "layout", None)
+            if isinstance(layout, ParallelLayout) and layout.is_global:
+                local = layout.local_copy()  # raises for a multi-process layout
+                saved.append((module, "__dict__", "layout", layout))
+                module.__dict__["layout"] = local
+            for store in ("_parameters", "_buffers"):
+                entries = module.__dict__.get(store, {})
+                for key, value in list(entries.items()):
+                    if isinstance(value, flow.Tensor) and value.is_global:
+                        _check_one_rank(value)
+                        if id(value) not in local_of:
+                            plain = value.to_local().detach()
+                            if isinstance(value, nn.Parameter):
+                                plain = nn.Parameter(plain, requires_grad=value.requires_grad)
+                            local_of[id(value)] = plain
+                        saved.append((module, store, key, value))
+                        entries[key] = local_of[id(value)]
+            for key, value in list(vars(module).items()):
+                if isinstance(value, flow.Tensor) and value.is_global:
+                    _check_one_rank(value)
+                    saved.append((module, "__dict__", key, value))
+                    module.__dict__[key] = value.to_local()
+        yield model
+    finally:
+        for module, store, key, value in reversed(saved):
+            target = module.__dict__ if store == "__dict__" else module.__dict__[store]
+            target[key] = value
+
+
+def _check_one_rank(tensor: flow.Tensor) -> None:
+    if tensor.placement.ranks.size != 1:
+        raise ValueError(
+            f"a tensor of shape {tuple(tensor.shape)} is placed on ranks "
+            f"{tensor.placement.ranks.tolist()}: local tensors hold the full value only in a "
+            "one-process model; build or load the model in one process first"
+        )
 
 
 def _check_global(x: flow.Tensor, layout: ParallelLayout) -> None:

@@ -33,6 +33,10 @@ from libai.models.transformer import (
 
 __all__ = ["BertModel", "BertForPreTraining", "BertForClassification"]
 
+#: Keys of LiBai's BERT configs that the heads read (``configs/common/models/bert.py`` has
+#: ``add_binary_head``; classification configs add ``num_labels`` / ``classifier_dropout``).
+_BERT_HEAD_KEYS = ("add_binary_head", "num_labels", "classifier_dropout")
+
 
 class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
     """The BERT encoder (BERT-base: hidden 768, 12 layers, 12 heads, intermediate 3072,
@@ -125,7 +129,9 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+        # LiBai's BERT configs are shared by the encoder and its heads: the heads' keys are
+        # part of the family and not an error here
+        return resolve_arguments(cfg, cls.__init__, cls.__name__, ignored=_BERT_HEAD_KEYS)[0]
 
     def forward(
         self,
@@ -239,8 +245,9 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
     pretraining config shared with LiBai's classification recipes carries, is accepted and has
     no effect here (this head is the classifier).
 
-    ``forward(input_ids, attention_mask, tokentype_ids=None, labels=None)`` returns
-    ``{"cls_loss"}`` in training with labels, else ``{"prediction_scores": [b, num_labels]}``.
+    ``forward(input_ids, attention_mask, tokentype_ids=None, labels=None, **batch_fields)``
+    (LiBai's signature: ``ns_labels`` stand in for missing ``labels``) returns ``{"cls_loss"}``
+    in training with labels, else ``{"prediction_scores", "logits"}`` (``[b, num_labels]``).
     """
 
     @configurable
@@ -270,9 +277,17 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
         attention_mask: flow.Tensor,
         tokentype_ids: Optional[flow.Tensor] = None,
         labels: Optional[flow.Tensor] = None,
+        **batch_fields: Any,
     ) -> Dict[str, flow.Tensor]:
+        """Classify; ``batch_fields`` takes the rest of a batch as LiBai's forward does, so a
+        BERT pre-training batch (``ns_labels``, ``lm_labels``, ``loss_mask``) can be fed
+        whole: without ``labels``, ``ns_labels`` are the labels, the other fields are unused.
+        In evaluation the scores are returned as ``prediction_scores`` and, LiBai's name,
+        ``logits``."""
+        if labels is None:
+            labels = batch_fields.get("ns_labels")
         _, pooled = self.bert(input_ids, attention_mask, tokentype_ids)
         logits = self.classifier(self.dropout(pooled))
         if self.training and labels is not None:
             return {"cls_loss": self.loss_func(logits, labels)}
-        return {"prediction_scores": logits}
+        return {"prediction_scores": logits, "logits": logits}

@@ -132,8 +132,9 @@ class BatchNorm2d(nn.Module):
     running statistics ``running = (1 - momentum) · running + momentum · batch`` (unbiased
     variance), as ``nn.BatchNorm2d`` does. Evaluation: normalise with the running statistics.
     Parameter and buffer names match ``nn.BatchNorm2d`` (``weight``, ``bias``, ``running_mean``,
-    ``running_var``, ``num_batches_tracked``). The running statistics are written with
-    ``copy_``, which a static graph keeps (an in-place ``mul_``/``add_`` there would be lost).
+    ``running_var``, ``num_batches_tracked``). The running statistics are written by OneFlow's
+    normalization kernel, the one in-place update of a global buffer that a static graph keeps;
+    ``num_batches_tracked`` (informational: the momentum is fixed) advances in Eager mode only.
     """
 
     def __init__(
@@ -178,11 +179,20 @@ class BatchNorm2d(nn.Module):
         whole = lambda t: to_sbp(  # noqa: E731  the statistics are the same on every rank
             t.detach(), self.layout, self.layer_idx, tensor_sbp=broadcast(), data_sbp=broadcast()
         )
-        m = self.momentum
-        unbiased = whole(var) * (count / (count - 1))
-        self.running_mean.copy_(self.running_mean * (1.0 - m) + whole(mean) * m)
-        self.running_var.copy_(self.running_var * (1.0 - m) + unbiased * m)
-        self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+        mean, unbiased = whole(mean), whole(var) * (count / (count - 1))
+        # OneFlow 0.9 keeps no in-place write to a global buffer made inside nn.Graph (copy_,
+        # add_, setitem are dropped) except the running-statistics update of its normalization
+        # kernel. So that kernel moves them, fed two values per channel, mean ± sqrt(var / 2),
+        # whose mean and unbiased variance are exactly the batch's: running = (1 - m) · running
+        # + m · batch, in Eager and Graph alike. Its (tiny) output is not used.
+        spread = flow.sqrt(unbiased / 2).reshape(1, -1, 1, 1)
+        centre = mean.reshape(1, -1, 1, 1)
+        pair = flow.cat([centre - spread, centre + spread], dim=0)
+        flow._C.normalization(pair, self.running_mean, self.running_var, flow.ones_like(mean),
+                              flow.zeros_like(mean), axis=1, epsilon=self.eps,
+                              momentum=self.momentum, is_training=True)
+        # a count only (the momentum is fixed); inside nn.Graph the increment is not kept
+        self.num_batches_tracked.add_(1)
 
     def extra_repr(self) -> str:
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"

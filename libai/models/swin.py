@@ -386,6 +386,16 @@ class SwinStage(nn.Module):
 
 
 # --------------------------------------------------------------------------- the model
+def check_swin_options(owner: str, norm_layer: Any, ape: bool) -> None:
+    """Refuse LiBai's Swin options that this implementation does not have, by name."""
+    if norm_layer is not None and not (isinstance(norm_layer, type) and norm_layer.__name__ == "LayerNorm"):
+        raise ValueError(f"{owner}(norm_layer={norm_layer!r}): only LayerNorm (libai.layers.LayerNorm, "
+                         "the default) is supported; leave norm_layer unset")
+    if ape:
+        raise ValueError(f"{owner}(ape=True): absolute position embeddings are not supported; Swin "
+                         "uses its relative position bias (set ape=False)")
+
+
 class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
     """Swin Transformer V1 for image classification.
 
@@ -398,8 +408,12 @@ class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
             under tensor parallelism every head count must be divisible by its size.
         window_size: window side (Swin-T at 224: 7).
         mlp_ratio, qkv_bias: MLP width factor; biases on q/k/v.
+        qk_scale: the attention score scale, instead of ``head_dim ** -0.5`` (LiBai's option).
         drop_rate, attn_drop_rate, drop_path_rate: dropouts and the last block's stochastic
             depth (rising linearly from 0 over all blocks).
+        norm_layer, ape: LiBai's arguments, accepted with the values its configs use: the norm
+            is ``libai.layers.LayerNorm`` (``None`` or that class), and absolute position
+            embeddings are not supported (``ape=False``).
         patch_norm: LayerNorm after the patch embedding.
         loss_func: ``(logits, labels) -> scalar``; the default takes hard labels and soft
             MixUp targets.
@@ -421,13 +435,17 @@ class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
         window_size: int = 7,
         mlp_ratio: float = 4.0,
         qkv_bias: bool = True,
+        qk_scale: Optional[float] = None,
         drop_rate: float = 0.0,
         attn_drop_rate: float = 0.0,
         drop_path_rate: float = 0.1,
+        norm_layer: Any = None,
+        ape: bool = False,
         patch_norm: bool = True,
         loss_func: Optional[nn.Module] = None,
     ) -> None:
         super().__init__()
+        check_swin_options(type(self).__name__, norm_layer, ape)
         depths, num_heads = [int(d) for d in depths], [int(h) for h in num_heads]
         _check_stages(depths, num_heads, num_classes)
         init = trunc_normal_init(0.02)
@@ -451,6 +469,9 @@ class SwinTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
         self.norm = LayerNorm(self.num_features, layer_idx=-1)
         self.head = Linear(self.num_features, num_classes, init_method=init, layer_idx=-1)
         self.loss_func = ImageClassificationLoss(layer_idx=-1) if loss_func is None else loss_func
+        if qk_scale is not None:  # LiBai's override of the head_dim ** -0.5 score scale
+            for block in self._blocks():
+                block.attn.scale = float(qk_scale)
 
     @classmethod
     def from_config(cls, cfg: Mapping) -> Dict[str, Any]:

@@ -30,7 +30,7 @@ from libai.config import configurable
 from libai.layers import Linear
 from libai.layers.utils import make_parameter, place_constant, split
 from libai.models.common.config import resolve_arguments
-from libai.models.swin import SwinBlock, SwinTransformer, WindowAttention
+from libai.models.swin import SwinBlock, SwinTransformer, WindowAttention, check_swin_options
 from libai.models.vision_common import trunc_normal_init
 
 __all__ = ["SwinBlockV2", "SwinTransformerV2", "WindowAttentionV2", "log_spaced_coords"]
@@ -160,22 +160,23 @@ class SwinTransformerV2(SwinTransformer):
         drop_rate: float = 0.0,
         attn_drop_rate: float = 0.0,
         drop_path_rate: float = 0.1,
+        norm_layer: Any = None,
+        ape: bool = False,
         patch_norm: bool = True,
         pretrained_window_sizes: Sequence[int] = (0, 0, 0, 0),
-        ape: bool = False,
         loss_func: Optional[nn.Module] = None,
     ) -> None:
-        if ape:
-            raise ValueError("SwinTransformerV2(ape=True): absolute position embeddings are not "
-                             "supported; Swin V2 uses its relative position bias (set ape=False)")
+        check_swin_options("SwinTransformerV2", norm_layer, ape)
         sizes = [int(w) for w in pretrained_window_sizes]
         if len(sizes) < len(depths):
             raise ValueError(f"pretrained_window_sizes {sizes} needs one entry per stage "
                              f"({len(depths)} stages)")
         self.pretrained_window_sizes = sizes  # read by _stage_options during V1's init
-        super().__init__(img_size, patch_size, in_chans, num_classes, embed_dim, depths,
-                         num_heads, window_size, mlp_ratio, qkv_bias, drop_rate, attn_drop_rate,
-                         drop_path_rate, patch_norm, loss_func)
+        super().__init__(img_size=img_size, patch_size=patch_size, in_chans=in_chans,
+                         num_classes=num_classes, embed_dim=embed_dim, depths=depths,
+                         num_heads=num_heads, window_size=window_size, mlp_ratio=mlp_ratio,
+                         qkv_bias=qkv_bias, drop_rate=drop_rate, attn_drop_rate=attn_drop_rate,
+                         drop_path_rate=drop_path_rate, patch_norm=patch_norm, loss_func=loss_func)
         self._zero_block_norms()
 
     @classmethod

@@ -80,7 +80,10 @@ class BaseTokenizer(SpecialTokensMixin, PretrainedFilesMixin, metaclass=_Registe
             ``<|endoftext|>``; T5: a trailing ``</s>``). False, as in LiBai.
         model_max_length: default ``max_length`` for ``truncation=True``.
         padding_side: ``"right"`` (default) or ``"left"`` (handy for generation).
-        verbose: accepted for LiBai (which logs each added token when True).
+        verbose: accepted for LiBai (which logs each added token when True). It is the only
+            positional argument, as in LiBai's ``PreTrainedTokenizer(verbose=True, **kwargs)``,
+            so a tokenizer written for LiBai may call ``super().__init__(name)``; the special
+            tokens are keyword-only.
         **kwargs: unknown arguments are kept in ``init_kwargs`` and ignored with a warning:
             LiBai's own configs pass ``do_lower_case`` to GPT-2, which has no such option.
     """
@@ -93,6 +96,8 @@ class BaseTokenizer(SpecialTokensMixin, PretrainedFilesMixin, metaclass=_Registe
 
     def __init__(
         self,
+        verbose: bool = True,
+        *,
         unk_token: Optional[str] = None,
         pad_token: Optional[str] = None,
         cls_token: Optional[str] = None,
@@ -105,7 +110,6 @@ class BaseTokenizer(SpecialTokensMixin, PretrainedFilesMixin, metaclass=_Registe
         add_bos_token: bool = False,
         model_max_length: Optional[int] = None,
         padding_side: str = "right",
-        verbose: bool = True,
         **kwargs: Any,
     ) -> None:
         if kwargs:

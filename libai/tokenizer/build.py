@@ -24,7 +24,7 @@ _BY_NAME = {
 }
 
 
-def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> BaseTokenizer:
+def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> Any:
     """Instantiate ``cfg.tokenizer`` and set its ``padded_vocab_size``.
 
     Args:
@@ -37,7 +37,8 @@ def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> Bas
             :class:`~libai.utils.distributed.ParallelLayout`, or 1 when no layout is active.
 
     Without ``make_vocab_size_divisible_by`` (or with None), ``padded_vocab_size`` equals
-    ``len(tokenizer)``.
+    ``len(tokenizer)``. A tokenizer that is not a libai one (a project's own class) is returned
+    as built, untouched.
     """
     node = _get(cfg, "tokenizer")
     if node is None:
@@ -47,9 +48,15 @@ def build_tokenizer(cfg: Any, tensor_parallel_size: Optional[int] = None) -> Bas
         )
     tokenizer = node if isinstance(node, BaseTokenizer) else _instantiate(node)
     if not isinstance(tokenizer, BaseTokenizer):
+        # A project's own tokenizer class (LiBai's Llama and Baichuan projects wrap a
+        # SentencePiece model in a plain class): used as it is, as LiBai does. Only libai
+        # tokenizers get a padded vocabulary size; a model config names its own vocab_size.
+        if any(callable(getattr(tokenizer, m, None)) for m in ("encode", "tokenize")):
+            return tokenizer
         raise TypeError(
             f"tokenization.tokenizer built a {type(tokenizer).__name__}, not a libai tokenizer "
-            f"({', '.join(_BY_NAME)} or a BaseTokenizer / PreTrainedTokenizer subclass)"
+            f"({', '.join(_BY_NAME)} or a BaseTokenizer / PreTrainedTokenizer subclass) nor an "
+            f"object with an encode() or tokenize() method"
         )
     divisible_by = _get(cfg, "make_vocab_size_divisible_by")
     if divisible_by is not None:

@@ -11,6 +11,7 @@ The ids themselves come from the tokenizer (:class:`~libai.tokenizer.base.BaseTo
 a special token that is not in the vocabulary file is appended to it.
 """
 import logging
+import operator
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 __all__ = ["SpecialTokensMixin", "SPECIAL_ROLES", "SPECIAL_TOKENS_ATTRIBUTES"]
@@ -44,10 +45,32 @@ def _token_property(role: str) -> property:
 
 def _id_property(role: str) -> property:
     def getter(self: "SpecialTokensMixin") -> Optional[int]:
+        assigned = self.__dict__.get("_assigned_role_ids", {})
+        if role in assigned:
+            return assigned[role]
         token = self._role_token(role)
         return None if token is None else self._token_to_id(token)
 
-    return property(getter, doc=f"The id of the {role} token, or None when there is none.")
+    def setter(self: "SpecialTokensMixin", value: Optional[int]) -> None:
+        # Tokenizers written for LiBai assign their ids themselves (``self.cls_id = vocab["[CLS]"]``),
+        # often before or without naming the token; the assigned id wins over the role's token.
+        assigned = self.__dict__.setdefault("_assigned_role_ids", {})
+        if value is None:
+            assigned.pop(role, None)
+            return
+        if isinstance(value, bool):
+            raise TypeError(f"{role}_id must be an int or None, got {value!r}")
+        try:
+            assigned[role] = operator.index(value)  # ints, numpy / oneflow integer scalars
+        except TypeError:
+            raise TypeError(f"{role}_id must be an int or None, got {value!r}") from None
+
+    return property(
+        getter,
+        setter,
+        doc=f"The id of the {role} token, or None when there is none. Assignable, as the plain "
+        f"attributes of LiBai's tokenizers are; ``None`` goes back to the {role} token's id.",
+    )
 
 
 class SpecialTokensMixin:
@@ -111,6 +134,36 @@ class SpecialTokensMixin:
     bos_id = bos_token_id = _id_property("bos")
     eos_id = eos_token_id = _id_property("eos")
     eod_id = eod_token_id = _id_property("eod")
+
+    @property
+    def start_token(self) -> Optional[str]:
+        """The token that starts a sequence: ``bos_token`` or ``cls_token``, whichever is set
+        (LiBai's common name for the two). None when neither is, or when both are set to
+        different tokens (which one a caller meant is then unknowable; a warning says so)."""
+        return self._either("bos", "cls", "start_token")
+
+    @property
+    def end_token(self) -> Optional[str]:
+        """The token that ends a sequence: ``eos_token`` or ``sep_token`` (see
+        :attr:`start_token`). The end-of-document token is not considered."""
+        return self._either("eos", "sep", "end_token")
+
+    @property
+    def start_token_id(self) -> Optional[int]:
+        token = self.start_token
+        return None if token is None else self._token_to_id(token)
+
+    @property
+    def end_token_id(self) -> Optional[int]:
+        token = self.end_token
+        return None if token is None else self._token_to_id(token)
+
+    def _either(self, first: str, second: str, name: str) -> Optional[str]:
+        a, b = self._special_tokens.get(first), self._special_tokens.get(second)
+        if a is not None and b is not None and a != b:
+            logger.warning(f"{name} is ambiguous: {first}_token={a!r} and {second}_token={b!r} differ")
+            return None
+        return a if a is not None else b
 
     @property
     def eod(self) -> Optional[int]:

@@ -14,6 +14,11 @@ such) and a ``manifest.json`` written last. Three decisions shape this module:
   removed by the next save. The manifest records every file's size, so a truncated or partial
   checkpoint is refused with a clear error instead of half-loading. (The on-disk rules live in
   :mod:`libai.utils.checkpoint_files`.)
+* **LiBai's checkpoints load too.** A directory written by upstream LiBai's ``Checkpointer``
+  (one ``flow.save`` directory per part, no manifest, iteration in the name) is recognised by
+  :func:`~libai.utils.checkpoint_files.detect_format` and read through
+  :mod:`libai.utils.checkpoint_upstream` (parameter names, graph-mode optimizer state and
+  scheduler state translated); ``tools/convert_checkpoint.py --to libai-upstream`` writes one.
 * **Collective where it must be, decided on rank 0.** In a multi-process run ``save``, ``load``
   and ``resume_or_load`` must be called on every rank (the gather/broadcast of tensors is a
   collective); rank 0 alone touches the disk and shares its verdict, so all ranks raise the same
@@ -24,21 +29,26 @@ import os
 import pickle
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 import oneflow as flow
 from tabulate import tabulate
 
 from libai.utils import distributed as dist
+from libai.utils import checkpoint_upstream as upstream
 from libai.utils.checkpoint_files import (
     EXTRA_PART,
+    FORMAT_NAMES,
+    LIBAI,
+    LIBAI_UPSTREAM,
     MODEL_PART,
     TMP_PREFIX,
     CheckpointError,
     check_name,
     checkpoint_name,
     clean_leftovers,
+    detect_format,
     finalize_checkpoint,
     keep_last_checkpoints,
     list_checkpoints,
@@ -60,6 +70,7 @@ __all__ = [
     "LoadReport",
     "RNGState",
     "checkpoint_name",
+    "detect_format",
     "get_missing_parameters_message",
     "get_unexpected_parameters_message",
     "keep_last_checkpoints",
@@ -76,6 +87,10 @@ class LoadReport:
     loaded_parts: List[str] = field(default_factory=list)
     skipped_parts: List[str] = field(default_factory=list)
     absent_parts: List[str] = field(default_factory=list)
+    #: the format read: ``"libai"``, ``"libai-upstream"`` (LiBai's Checkpointer) or ``"state_dict"``
+    format: str = ""
+    #: checkpoint keys loaded under another name (LiBai's name -> the model's)
+    renamed_keys: Dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,9 +166,10 @@ class Checkpointer:
             for part, obj in [(MODEL_PART, self.model), *self.checkpointables.items()]:
                 parts[part] = self._write_part(part, obj, os.path.join(tmp, part))
             self._write_state(EXTRA_PART, dict(extra), os.path.join(tmp, EXTRA_PART))
+            info = self._manifest_info()
             self._decide_on_rank0(
                 lambda: finalize_checkpoint(tmp, final, parts, sorted(extra),
-                                            dist.get_world_size(), tag_last_checkpoint)
+                                            dist.get_world_size(), tag_last_checkpoint, info)
             )
         except BaseException:
             if self._writer:
@@ -161,6 +177,23 @@ class Checkpointer:
             raise
         logger.info("Saved checkpoint %s", final)
         return final
+
+    def _manifest_info(self) -> Dict[str, Any]:
+        """The model's class and, per optimizer, its parameters' names in the order its state
+        numbers them: what writing LiBai's graph-mode layout needs (tools/convert_checkpoint.py)."""
+        names = {id(p): n for n, p in self.model.named_parameters()}
+        params: Dict[str, List[str]] = {}
+        for part, obj in self.checkpointables.items():
+            if not (hasattr(obj, "param_groups") or part == "optimizer"):
+                continue
+            try:
+                ordered = upstream._optimizer_params(obj)
+            except (TypeError, AttributeError):
+                continue
+            if all(id(p) in names for p in ordered):
+                params[part] = [names[id(p)] for p in ordered]
+        cls = type(self.model)
+        return {"model_class": f"{cls.__module__}.{cls.__qualname__}", "param_names": params}
 
     def _write_part(self, part: str, obj: Any, path: str) -> Dict[str, bool]:
         state = obj.state_dict()
@@ -196,8 +229,11 @@ class Checkpointer:
         ``path`` may also be a name inside ``save_dir``. Call on every rank.
         """
         path = self._resolve(path)
+        kind = self._decide_on_rank0(lambda: detect_format(path))
+        if kind == LIBAI_UPSTREAM:
+            return self._load_libai_layout(path, checkpointables)
         manifest = self._decide_on_rank0(lambda: verify_checkpoint(path))
-        report = LoadReport()
+        report = LoadReport(format=kind)
         names = self._select(checkpointables, manifest, report)
         self._load_model_state(self._read_part(path, MODEL_PART), path, report)
         report.loaded_parts.append(MODEL_PART)
@@ -213,14 +249,16 @@ class Checkpointer:
     def load_weights_only(self, path: str) -> None:
         """Load only the model's weights (``train.load_weight``).
 
-        ``path`` is a checkpoint written by :meth:`save`, or a directory written by
-        ``flow.save(model.state_dict(), path)`` (e.g. converted pretrained weights).
+        ``path`` is a checkpoint written by :meth:`save` or by LiBai's ``Checkpointer``, or a
+        directory written by ``flow.save(model.state_dict(), path)`` (converted pretrained
+        weights, or the ``model`` part of a LiBai checkpoint).
         """
         path = self._resolve(path)
         kind = self._decide_on_rank0(lambda: weights_kind(path))
-        weights = os.path.join(path, MODEL_PART) if kind == "checkpoint" else path
+        weights = path if kind == "state_dict" else os.path.join(path, MODEL_PART)
         state = self._read(weights, path)
-        report = LoadReport(loaded_parts=[MODEL_PART])
+        report = LoadReport(loaded_parts=[MODEL_PART],
+                            format=LIBAI if kind == "checkpoint" else kind)
         self._load_model_state(state, path, report)
         self.last_load_report = report
         logger.info("Loaded model weights from %s", path)
@@ -247,6 +285,71 @@ class Checkpointer:
         if self._writer and os.path.isdir(self.save_dir):
             clean_leftovers(self.save_dir)
         return self.get_checkpoint_file()
+
+    def _load_libai_layout(self, path: str, checkpointables: Optional[Iterable[str]]) -> Dict[str, Any]:
+        """Load a checkpoint written by upstream LiBai's ``Checkpointer`` (see
+        :mod:`libai.utils.checkpoint_upstream`); return ``{"iteration": n, "iter": n}``."""
+        seen = FORMAT_NAMES[LIBAI_UPSTREAM]
+        parts = self._decide_on_rank0(
+            lambda: sorted(e for e in os.listdir(path) if not e.startswith(".")))
+        report = LoadReport(format=LIBAI_UPSTREAM)
+        self._load_model_state(self._read_part(path, MODEL_PART), path, report)
+        report.loaded_parts.append(MODEL_PART)
+        wanted = list(self.checkpointables) if checkpointables is None else list(checkpointables)
+        for name in wanted:
+            if name not in self.checkpointables:
+                raise KeyError(f"no checkpointable named {name!r}; registered: "
+                               f"{sorted(self.checkpointables)}")
+        scheduler_state = None
+        for name in wanted:
+            obj = self.checkpointables[name]
+            try:
+                if name in parts:
+                    state = self._read_part(path, name)
+                    if _is_scheduler(obj):
+                        scheduler_state = state
+                        state = upstream.scheduler_state_from_libai(state, obj.state_dict())
+                    elif name == "optimizer" and _is_optimizer(obj):
+                        upstream.check_optimizer_state(state, obj, path)
+                elif name == "optimizer" and "graph" in parts and _is_optimizer(obj):
+                    state = upstream.optimizer_state_from_graph(
+                        self._read_part(path, "graph"), obj, self.model, report.renamed_keys)
+                else:
+                    report.absent_parts.append(name)
+                    continue
+                obj.load_state_dict(state)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise CheckpointError(
+                    f"cannot restore {name!r} from {path} ({seen}): {type(exc).__name__}: {exc}"
+                ) from exc
+            report.loaded_parts.append(name)
+        if report.absent_parts:
+            logger.info("%s is %s: it holds no state for %s (LiBai does not save it); they start "
+                        "fresh", path, seen, ", ".join(report.absent_parts))
+        report.skipped_parts = sorted(set(parts) - set(report.loaded_parts) - {"graph"})
+        if scheduler_state is None and "lr_scheduler" in parts:
+            scheduler_state = self._read_part(path, "lr_scheduler")
+        iteration = self._libai_iteration(path, scheduler_state)
+        self.last_load_report = report
+        logger.info("Loaded %s (%s): %s, iteration %d", path, seen, ", ".join(report.loaded_parts),
+                    iteration)
+        return {"iteration": iteration, "iter": iteration}
+
+    @staticmethod
+    def _libai_iteration(path: str, scheduler_state: Optional[Mapping[str, Any]]) -> int:
+        """LiBai's rule (the number ending the name); for ``model_final`` and other names
+        without one, the scheduler's step count (it steps once per iteration), else 0."""
+        iteration = upstream.iteration_from_name(os.path.basename(os.path.normpath(path)))
+        if iteration is not None:
+            return iteration
+        if isinstance(scheduler_state, Mapping) and "last_step" in scheduler_state:
+            iteration = int(scheduler_state["last_step"]) - 1
+            logger.info("%s has no iteration in its name; its LR scheduler has taken %d steps, so "
+                        "it is the state after iteration %d", path, iteration + 1, iteration)
+            return max(iteration, 0)
+        logger.info("%s has no iteration in its name and no LR scheduler state: iteration 0 "
+                    "(LiBai's rule)", path)
+        return 0
 
     def _select(
         self, names: Optional[Iterable[str]], manifest: Dict[str, Any], report: LoadReport
@@ -281,7 +384,10 @@ class Checkpointer:
                 report.absent_parts.append(name)
                 return
             state = states[dist.get_rank()]
-        self.checkpointables[name].load_state_dict(state)
+        obj = self.checkpointables[name]
+        if hasattr(obj, "param_groups") and isinstance(state, dict):
+            upstream.match_optimizer_state(state, obj)
+        obj.load_state_dict(state)
         report.loaded_parts.append(name)
 
     def _load_model_state(self, state: Dict[str, Any], path: str, report: LoadReport) -> None:
@@ -289,6 +395,14 @@ class Checkpointer:
             raise CheckpointError(f"{path} does not hold a state dict (found "
                                   f"{type(state).__name__}); expected model weights")
         own = self.model.state_dict()
+        state, report.renamed_keys = upstream.to_model_names(state, own)
+        fitted = upstream.fit_shapes(state, own)
+        for key in state:
+            if key in own:
+                state[key] = upstream.like(state[key], own[key])
+        if report.renamed_keys or fitted:
+            logger.info("%s: %d key(s) loaded under the model's names (LiBai's names differ), "
+                        "%d reshaped over size-1 axes", path, len(report.renamed_keys), len(fitted))
         mismatched = [
             (k, tuple(v.shape), tuple(own[k].shape)) for k, v in state.items()
             if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)
@@ -379,6 +493,14 @@ class Checkpointer:
         if not ok:
             raise CheckpointError(value)
         return value
+
+
+def _is_scheduler(obj: Any) -> bool:
+    return hasattr(obj, "last_step") and hasattr(obj, "get_last_lr")
+
+
+def _is_optimizer(obj: Any) -> bool:
+    return hasattr(obj, "param_groups") or hasattr(getattr(obj, "optimizer", None), "param_groups")
 
 
 def _tensor_kinds(state: Any) -> set:

@@ -31,6 +31,7 @@ __all__ = [
     "keep_last_checkpoints",
     "list_checkpoints",
     "read_last_checkpoint",
+    "detect_format",
     "verify_checkpoint",
     "weights_kind",
 ]
@@ -57,12 +58,13 @@ def checkpoint_name(iteration: int, prefix: str = "model_") -> str:
 
 def finalize_checkpoint(
     tmp: str, final: str, parts: Dict[str, Any], extra_keys: List[str], world_size: int,
-    tag_last: bool = True,
+    tag_last: bool = True, info: Optional[Dict[str, Any]] = None,
 ) -> None:
     """Publish the complete checkpoint in ``tmp`` as ``final``.
 
     Order is what makes it atomic: data synced, manifest written last, one rename into place,
     and only then ``last_checkpoint`` repointed (itself via a temporary file and ``os.replace``).
+    ``info`` adds descriptive keys to the manifest (what exporting to LiBai's layout needs).
     """
     files = _sync_files(tmp)
     manifest = {
@@ -70,6 +72,8 @@ def finalize_checkpoint(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "world_size": world_size,
         "parts": parts, "extra_keys": extra_keys, "files": files,
     }
+    # descriptive additions (model class, optimizer parameter names) never replace the above
+    manifest.update({k: v for k, v in (info or {}).items() if k not in manifest})
     _write_synced(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=1))
     save_dir = os.path.dirname(final)
     old = os.path.join(save_dir, f"{OLD_PREFIX}{os.path.basename(final)}-{os.getpid()}")
@@ -97,25 +101,117 @@ def read_last_checkpoint(save_dir: str) -> str:
 
 
 def list_checkpoints(save_dir: str) -> List[str]:
-    """Names of the complete checkpoints in ``save_dir`` (those with a manifest), sorted."""
+    """Names of the complete checkpoints in ``save_dir``, sorted: ours (with a manifest) and
+    complete ones written by LiBai's Checkpointer."""
     if not os.path.isdir(save_dir):
         return []
-    return sorted(
-        n for n in os.listdir(save_dir)
-        if not n.startswith(".") and os.path.isfile(os.path.join(save_dir, n, MANIFEST))
-    )
+    names = []
+    for name in os.listdir(save_dir):
+        full = os.path.join(save_dir, name)
+        if name.startswith(".") or not os.path.isdir(full):
+            continue
+        if os.path.isfile(os.path.join(full, MANIFEST)):
+            names.append(name)
+            continue
+        try:
+            if detect_format(full) == LIBAI_UPSTREAM:
+                names.append(name)
+        except CheckpointError:
+            pass
+    return sorted(names)
 
 
-def verify_checkpoint(path: str) -> Dict[str, Any]:
-    """Return the manifest of a complete checkpoint at ``path``, or raise a clear error."""
+# The formats a directory can be in, as detect_format names them.
+LIBAI = "libai"                    # ours: parts + manifest.json
+LIBAI_UPSTREAM = "libai-upstream"  # LiBai's Checkpointer: one flow.save directory per part
+STATE_DICT = "state_dict"          # a single flow.save directory (model weights alone)
+FORMAT_NAMES = {
+    LIBAI: "a libai checkpoint (parts and manifest.json)",
+    LIBAI_UPSTREAM: "a LiBai Checkpointer checkpoint (one flow.save directory per part, no manifest.json)",
+    STATE_DICT: "a plain flow.save directory (one state dict)",
+}
+PICKLED = "pickled_data"  # the file every flow.save directory holds
+# Parts only libai's Checkpointer writes: a directory holding one of them without a manifest is
+# one of our saves that did not finish, never a LiBai checkpoint (LiBai skips ``iteration`` and
+# writes no ``extra``).
+_OURS_ONLY = (EXTRA_PART,)
+
+
+def detect_format(path: str) -> str:
+    """Which checkpoint format the directory ``path`` is in: :data:`LIBAI`,
+    :data:`LIBAI_UPSTREAM` or :data:`STATE_DICT`.
+
+    Anything else raises :class:`CheckpointError` with the reason, told apart by what is on
+    disk: a missing path, a file, a ``save_dir``, one of our saves interrupted before its
+    manifest, a LiBai checkpoint with an unfinished part, an empty or unrelated directory.
+    """
     if not os.path.exists(path):
         raise CheckpointError(f"no checkpoint at {path}: it does not exist")
     if not os.path.isdir(path):
         raise CheckpointError(f"{path} is a file; expected a checkpoint directory written by "
                               "Checkpointer.save")
+    if os.path.isfile(os.path.join(path, MANIFEST)):
+        return LIBAI
+    if os.path.isfile(os.path.join(path, PICKLED)):
+        return STATE_DICT
+    base = os.path.basename(os.path.normpath(path))
+    entries = sorted(e for e in os.listdir(path) if not e.startswith("."))
+    if base.startswith((TMP_PREFIX, OLD_PREFIX)) or any(e in _OURS_ONLY for e in entries):
+        raise CheckpointError(
+            f"{path} is an incomplete libai checkpoint: a save was interrupted before it finished "
+            f"(it has libai's parts but no {MANIFEST}, which is written last). Load a complete "
+            "one (Checkpointer.get_all_checkpoint_files())."
+        )
+    if LAST_CHECKPOINT in entries:
+        last = read_last_checkpoint(path)
+        raise CheckpointError(
+            f"{path} is a save_dir, not a checkpoint (its last_checkpoint names {last!r}): pass "
+            "one of the checkpoint directories inside it, or use resume_or_load(..., resume=True)"
+        )
+    parts = [e for e in entries if os.path.isdir(os.path.join(path, e))]
+    if parts and len(parts) == len(entries):
+        unfinished = [p for p in parts if not os.path.isfile(os.path.join(path, p, PICKLED))]
+        finished = [p for p in parts if p not in unfinished]
+        if MODEL_PART in finished and not unfinished:
+            return LIBAI_UPSTREAM
+        if finished or MODEL_PART in parts:
+            seen = FORMAT_NAMES[LIBAI_UPSTREAM]
+            if unfinished:
+                raise CheckpointError(
+                    f"{path} looks like {seen}, but its part(s) {unfinished} have no "
+                    f"{PICKLED}: LiBai's save of them did not finish. Load an earlier checkpoint."
+                )
+            raise CheckpointError(
+                f"{path} looks like {seen} (parts {finished}), but it has no {MODEL_PART!r} "
+                "part, so there are no weights to load"
+            )
+    if not entries:
+        raise CheckpointError(
+            f"{path} is an empty directory, not a libai checkpoint nor a LiBai one: it has no "
+            f"{MANIFEST} and no flow.save parts"
+        )
+    raise CheckpointError(
+        f"{path} is not a libai checkpoint (no {MANIFEST}), nor a LiBai Checkpointer one (no "
+        f"{MODEL_PART}/{PICKLED}), nor a flow.save directory (no {PICKLED}); it holds "
+        f"{entries[:8]}"
+    )
+
+
+def verify_checkpoint(path: str) -> Dict[str, Any]:
+    """Return the manifest of a complete libai checkpoint at ``path``, or raise a clear error
+    (which also names the format found when ``path`` is in another one)."""
+    kind = detect_format(path)
+    if kind == STATE_DICT:
+        raise CheckpointError(
+            f"{path} is {FORMAT_NAMES[STATE_DICT]}, not a libai checkpoint: load it with "
+            "Checkpointer.load_weights_only()"
+        )
+    if kind == LIBAI_UPSTREAM:
+        raise CheckpointError(
+            f"{path} is {FORMAT_NAMES[LIBAI_UPSTREAM]}, not a libai checkpoint: it has no "
+            f"{MANIFEST} to verify; Checkpointer.load reads it"
+        )
     manifest_path = os.path.join(path, MANIFEST)
-    if not os.path.isfile(manifest_path):
-        raise CheckpointError(_why_not_a_checkpoint(path))
     try:
         with open(manifest_path) as f:
             manifest = json.load(f)
@@ -141,29 +237,15 @@ def verify_checkpoint(path: str) -> Dict[str, Any]:
     return manifest
 
 
-def _why_not_a_checkpoint(path: str) -> str:
-    if os.path.basename(os.path.normpath(path)).startswith((TMP_PREFIX, OLD_PREFIX)):
-        return (f"{path} is an incomplete checkpoint: a save was interrupted before it finished "
-                "(no manifest.json). Load a complete one (get_all_checkpoint_files()).")
-    if os.path.isfile(os.path.join(path, LAST_CHECKPOINT)):
-        return (f"{path} is a save_dir, not a checkpoint: pass one of the checkpoint "
-                "directories inside it, or use resume_or_load(..., resume=True)")
-    if os.path.isfile(os.path.join(path, "pickled_data")):
-        return (f"{path} is a plain flow.save directory, not a libai checkpoint: load it with "
-                "Checkpointer.load_weights_only()")
-    return (f"{path} is incomplete or not a libai checkpoint: it has no {MANIFEST}, which "
-            "Checkpointer.save writes last. A save was probably interrupted; load an earlier "
-            "checkpoint (Checkpointer.get_all_checkpoint_files()).")
-
-
 def weights_kind(path: str) -> str:
-    """``"checkpoint"`` for a libai checkpoint, ``"state_dict"`` for a plain ``flow.save``
-    directory; anything else raises the reason it is neither."""
-    plain = os.path.isfile(os.path.join(path, "pickled_data"))
-    if plain and not os.path.isfile(os.path.join(path, MANIFEST)):
-        return "state_dict"
-    verify_checkpoint(path)  # raises the precise reason when it is not a checkpoint either
-    return "checkpoint"
+    """Where the model weights of ``path`` are: ``"checkpoint"`` (a libai checkpoint, verified),
+    ``"libai-upstream"`` (LiBai's layout: ``path/model``) or ``"state_dict"`` (``path`` itself);
+    anything else raises the reason it is none of them."""
+    kind = detect_format(path)
+    if kind == LIBAI:
+        verify_checkpoint(path)
+        return "checkpoint"
+    return kind
 
 
 def keep_last_checkpoints(

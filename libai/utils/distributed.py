@@ -12,9 +12,13 @@ parallel, sbp over tensor parallel]``; the layout alone turns that pair into the
 nd-SBP of its placements: a 2-D ``(dp, tp)`` placement, except for pure data parallelism,
 whose placement is 1-D (see :attr:`ParallelLayout.placement_axes`).
 
-When the run is a single process, the layout is *local*: tensors stay ordinary local tensors on
-the configured device, with no global-tensor overhead. That is the only place the decision is
-made; layers and data ask :attr:`ParallelLayout.is_global` through the helpers below.
+Tensors are global in every run, a single process included (a one-rank placement), as in LiBai:
+batches, parameters and activations answer ``.sbp``, ``.placement``, ``.to_global(...)`` and
+``.to_local()``, and the helpers below answer for one process as LiBai's do. What that costs
+against plain local tensors was measured (docs/benchmarks.md, "Global tensors in one process").
+Only :meth:`ParallelLayout.local_copy` makes a layout of local tensors, for code whose tensors no
+user code sees (ONNX export, through ``libai.layers.utils.local_tensors``); layers and data ask
+:attr:`ParallelLayout.is_global` through ``libai.layers.utils`` only.
 
 LiBai's functions, mapped onto the layout. LiBai keeps one mutable global "dist util", set by
 ``setup_dist_util(cfg.train.dist)`` and read by every layer. Here:
@@ -28,8 +32,11 @@ LiBai's functions, mapped onto the layout. LiBai keeps one mutable global "dist 
   ``parallel_hierarchy``, ``get_layer_ranks``, ``get_layer_stage_id``, ``is_*_parallel``); with
   no layout at all it sets up a one-process layout with a warning, as LiBai does.
 - ``set_device_type`` replaces the layout in use by a copy on the new device (layouts are values).
-- ``get_layer_placement``, ``get_nd_sbp``, ``get_hidden_sbp``, the sizes and the data-parallel
-  rank read :func:`current_layout`; ``reset_layouts()`` forgets everything (for tests).
+- ``get_layer_placement``, ``get_nd_sbp``, ``get_hidden_sbp``, the sizes, the data-parallel
+  rank and ``convert_to_distributed_default_setting`` read ``get_dist_util()``, i.e. the current
+  layout, or, as in LiBai, a one-process layout set up with a warning when there is none;
+  ``reset_layouts()`` forgets everything (for tests). libai's own layers never fall back: they
+  read :func:`current_layout`, which is an error without a layout.
 
 Deliberate differences: sizes that do not fit the launch are an error (LiBai clamps tensor and
 pipeline sizes and re-derives the data-parallel size); nd-SBP lists follow our placements, which
@@ -107,7 +114,7 @@ def get_layer_placement(layer_idx: int, device_type: Optional[str] = None) -> fl
     """Placement of the stage holding ``layer_idx`` under the current layout, on the layout's
     device type or ``device_type``; ``"cuda"`` on a machine without a GPU means ``"cpu"``, as
     in LiBai."""
-    layout = current_layout()
+    layout = get_dist_util()
     if device_type == "cuda" and not flow.cuda.is_available():
         device_type = "cpu"
     if device_type is None or device_type == layout.device_type:
@@ -123,27 +130,27 @@ def get_nd_sbp(sbp_list: Sequence[Any]) -> List[Any]:
         raise ValueError(
             f"get_nd_sbp takes [sbp over data parallel, sbp over tensor parallel]; got {len(sbp_list)} items"
         )
-    return current_layout().nd_sbp(*sbp_list)
+    return get_dist_util().nd_sbp(*sbp_list)
 
 
 def get_data_parallel_size() -> int:
-    return current_layout().data_parallel_size
+    return get_dist_util().data_parallel_size
 
 
 def get_tensor_parallel_size() -> int:
-    return current_layout().tensor_parallel_size
+    return get_dist_util().tensor_parallel_size
 
 
 def get_pipeline_parallel_size() -> int:
-    return current_layout().pipeline_parallel_size
+    return get_dist_util().pipeline_parallel_size
 
 
 def get_data_parallel_rank() -> int:
-    return current_layout().data_parallel_rank
+    return get_dist_util().data_parallel_rank
 
 
 def get_tensor_parallel_rank() -> int:
-    return current_layout().tensor_parallel_rank
+    return get_dist_util().tensor_parallel_rank
 
 
 def convert_to_distributed_default_setting(obj: Any) -> Any:
@@ -153,18 +160,17 @@ def convert_to_distributed_default_setting(obj: Any) -> Any:
     LiBai applies it to tensors (``model._apply(dist.convert_to_distributed_default_setting)``,
     or an input batch); a module is accepted too. A local tensor is taken as the full value
     (every rank holds the same); a global one keeps its ranks and moves to the layout's device
-    type. Under a local layout everything is only moved to the device. Parameters already global
-    are left as they are (libai layers place themselves).
+    type. Parameters already global are left as they are (libai layers place themselves).
+    Under a layout's ``local_copy()`` (ONNX export) everything is only moved to the device.
     """
-    layout = current_layout()
+    layout = get_dist_util()
     if isinstance(obj, flow.nn.Module):
         if not layout.is_global:
             return obj.to(layout.device)
-        for param in obj.parameters():
-            if not param.is_global:
-                obj.to_global(placement=layout.stage_placement(0), sbp=layout.nd_sbp())
-                break
-        return obj
+        placement, sbp = layout.stage_placement(0), layout.nd_sbp()
+        # only the local tensors: a model mixing plain modules with libai layers keeps the
+        # placement and SBP its libai layers chose (tensor-parallel splits, pipeline stages)
+        return obj._apply(lambda t: t if t.is_global else t.to(layout.device).to_global(placement=placement, sbp=sbp))
     if not layout.is_global:
         return obj if obj.device == layout.device else obj.to(layout.device)
     if not obj.is_global:

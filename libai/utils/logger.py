@@ -279,7 +279,17 @@ def _env_rows() -> List[Tuple[str, Any]]:
     rows.append(("libai git commit", _git_commit(os.path.dirname(libai.__file__))))
     rows.append(("CPU count", os.cpu_count()))
     rows.append(("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "unset")))
+    rows.append(("OPENBLAS_CORETYPE", _blas_row()))
     return rows
+
+
+def _blas_row() -> str:
+    """The BLAS kernels chosen at ``import libai``, checked against NumPy on a small product
+    (raises, naming the variable, when OneFlow's result differs)."""
+    from libai._runtime import check_blas_kernels, describe_blas_choice
+
+    error = check_blas_kernels()
+    return f"{describe_blas_choice()}; matmul agrees with NumPy ({error:.0e} relative)"
 
 
 def _oneflow_cuda_build() -> str:

@@ -49,6 +49,15 @@ class ParallelLayout:
     world_size: int = 1
     rank: int = 0
     _stage_of_layer: Tuple[int, ...] = field(default=(), repr=False)
+    # Plain local tensors instead of global ones (see :meth:`local_copy`); one process only.
+    local_tensors: bool = False
+
+    def __post_init__(self) -> None:
+        if self.local_tensors and self.world_size != 1:
+            raise ValueError(
+                f"local_tensors=True needs a one-process layout, this one has {self.world_size} "
+                "processes: local tensors are the full value only in a one-process run"
+            )
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -171,8 +180,24 @@ class ParallelLayout:
     # ----------------------------------------------------------------- queries
     @property
     def is_global(self) -> bool:
-        """Whether tensors are OneFlow global tensors (any run of more than one process)."""
-        return self.world_size > 1
+        """Whether tensors are OneFlow global tensors: always, one process included, unless this
+        is a :meth:`local_copy` (see :attr:`local_tensors`)."""
+        return not self.local_tensors
+
+    def local_copy(self) -> "ParallelLayout":
+        """This one-process layout with plain local tensors on its device (no SBP, no placement).
+
+        Not for training: LiBai code reads ``.sbp``/``.placement`` of what a layout makes, and a
+        local tensor has neither. It serves code that needs local tensors and whose tensors no
+        user code sees, e.g. ONNX export, which traces the model under it. Only a one-process
+        layout has one: a local tensor is the full value only when there is one process.
+        """
+        if self.world_size != 1:
+            raise ValueError(
+                f"a layout of {self.world_size} processes has no local copy: local tensors are "
+                "the full value only in a one-process run"
+            )
+        return dataclasses.replace(self, local_tensors=True)
 
     @property
     def ranks_per_stage(self) -> int:

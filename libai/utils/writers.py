@@ -247,8 +247,13 @@ class CommonMetricPrinter(EventWriter):
         iter: 120/1000  eta: 0:03:12  total_loss: 0.4123  lr: 1.00e-04  time: 0.1200
         data_time: 0.0010  throughput: 533.3 samples/s  max_rss: 812M
 
-    ``iter`` is the storage's iteration (0-based, the same number as in ``metrics.json``); the
-    ETA is the median iteration time over the window times the iterations left. Memory is the
+    ``iter`` is the storage's iteration (0-based, the same number as in ``metrics.json``).
+    ``time`` is shown as the storage holds it: the latest value when it was put with
+    ``smoothing_hint=False`` (what :class:`~libai.engine.hooks.IterationTimer` does: its value is
+    already the wall-clock mean over the last log period), else the median over the window. The
+    ETA is that time times the iterations left, and ``throughput`` the global batch over it, so
+    both agree with the wall clock too. ``data_time`` is the median time the training loop
+    waited for the next batch. Memory is the
     process's peak resident memory (``max_rss``) on the CPU, and on CUDA the peak device memory
     this process was seen using (``max_mem``; read through NVML, since OneFlow 0.9 has no
     peak-memory API; left out with a one-time note when ``pynvml`` is not installed).
@@ -293,7 +298,7 @@ class CommonMetricPrinter(EventWriter):
         """The progress line for the storage's current state."""
         w = self._window_size
         fields = [f"iter: {storage.iter}/{self._max_iter}"]
-        time_per_iter = _median(storage, "time", w)
+        time_per_iter = _as_stored(storage, "time", w)
         if time_per_iter is not None:
             remaining = max(self._max_iter - storage.iter - 1, 0)
             eta = datetime.timedelta(seconds=int(round(time_per_iter * remaining)))
@@ -316,6 +321,15 @@ class CommonMetricPrinter(EventWriter):
         if memory is not None:
             fields.append(f"{memory[0]}: {memory[1]:.0f}M")
         return "  ".join(fields)
+
+
+def _as_stored(storage: EventStorage, name: str, window: int) -> Optional[float]:
+    """The latest value of a scalar put without smoothing, else the median over ``window``:
+    what the JSON and TensorBoard writers write for it too."""
+    if not storage.has_history(name):
+        return None
+    history = storage.history(name)
+    return history.median(window) if storage.smoothing_hint(name) else history.latest()
 
 
 def _median(storage: EventStorage, name: str, window: int) -> Optional[float]:

@@ -122,14 +122,16 @@ def test_apply_to_model_swaps_in_the_average_and_restores_the_weights_exactly(tm
     model = trainer.model.eval()
     live = {n: t.numpy().copy() for n, t in model.state_dict().items()}
     x = flow.randn(5, 4)
+    b = flow.sbp.broadcast
+    placed = trainer.layout.to_global(x, [b, b])  # the trained model is global, as in LiBai
 
-    reference = ToyModel().eval()
-    reference.load_state_dict(ema.ema_state_dict())
+    reference = ToyModel().eval()  # a plain local copy
+    reference.load_state_dict({n: t.to_local() for n, t in ema.ema_state_dict().items()})
     with ema.apply_to_model() as swapped:
         assert swapped is model
         for name, tensor in model.state_dict().items():
             np.testing.assert_array_equal(tensor.numpy(), ema_numpy(ema)[name])
-        np.testing.assert_array_equal(model(x)["prediction_scores"].numpy(),
+        np.testing.assert_array_equal(model(placed)["prediction_scores"].numpy(),
                                       reference(x)["prediction_scores"].numpy())
     for name, tensor in model.state_dict().items():
         np.testing.assert_array_equal(tensor.numpy(), live[name])

@@ -13,26 +13,70 @@ class Clock:
         return self.now
 
 
-class SlowSteps(TrainerBase):
-    """Each step 'takes' 1 s of Python time and the 5th also waits 5 s for queued work."""
+class QueuedDevice:
+    """A fake asynchronous device: a step's Python code takes 0.1 s of the clock and queues
+    ``work`` seconds of compute, which only passes on the clock when someone waits for it
+    (as OneFlow's eager and graph work does)."""
 
     def __init__(self, clock):
-        super().__init__()
         self.clock = clock
+        self.pending = 0.0
+        self.waits = 0
+
+    def wait(self):
+        self.waits += 1
+        self.clock.now += self.pending
+        self.pending = 0.0
+
+
+class QueuedSteps(TrainerBase):
+    def __init__(self, clock, device, work):
+        super().__init__()
+        self.clock, self.device, self.work = clock, device, work
 
     def run_step(self):
-        self.clock.now += 1.0 + (5.0 if self.iter == 4 else 0.0)
+        self.clock.now += 0.1
+        self.device.pending += self.work(self.iter)
 
 
-def test_iteration_time_averages_over_the_window_so_delayed_waits_count():
+def test_iteration_time_counts_queued_work_once_per_period(caplog):
     clock = Clock()
-    trainer = SlowSteps(clock)
-    trainer.register_hooks([hooks.IterationTimer(warmup_iter=0, window=10, clock=clock)])
-    trainer.train(0, 10)
-    times = [v for v, _ in trainer.storage.history("time").values()]
-    assert times[0] == pytest.approx(1.0)
-    assert times[4] == pytest.approx(10.0 / 5)  # 5 iterations, 10 s in all
-    assert times[-1] == pytest.approx(15.0 / 10)  # the window holds every second spent
+    device = QueuedDevice(clock)
+    # 1 s of queued work per step, and the 12th step (iteration 11) queues 5 s more.
+    trainer = QueuedSteps(clock, device, lambda it: 1.0 + (5.0 if it == 11 else 0.0))
+    trainer.register_hooks([hooks.IterationTimer(warmup_iter=2, period=5, clock=clock,
+                                                 wait=device.wait)])
+    with caplog.at_level("INFO", logger="libai.engine.hooks.iteration_timer"):
+        trainer.train(0, 17)
+    history = trainer.storage.history("time")
+    # One value per period (iterations 4, 9, 14) and one for the last iteration (16): each the
+    # wall time since the previous measured point over the iterations in between.
+    assert [it for _, it in history.values()] == [4, 9, 14, 16]
+    assert [v for v, _ in history.values()] == pytest.approx([1.1, 1.1, (5 * 1.1 + 5) / 5, 1.1])
+    # Waits: before training, end of warm-up, 4 measured points, and once at the very end.
+    assert device.waits == 7
+    # Steady state: iterations 2..16 (15 of them) in 15 * 1.1 + 5 s.
+    speed = [r.getMessage() for r in caplog.records if "Overall training speed" in r.getMessage()]
+    assert len(speed) == 1 and "15 iterations" in speed[0]
+    assert f"({(15 * 1.1 + 5) / 15:.4f} s / it)" in speed[0]
+
+
+def test_iteration_time_after_an_early_stop_still_counts_the_queued_tail(caplog):
+    clock = Clock()
+    device = QueuedDevice(clock)
+    trainer = QueuedSteps(clock, device, lambda it: 1.0)
+
+    class StopAt7(hooks.HookBase):
+        def after_step(self):
+            if self.trainer.iter == 7:
+                self.trainer.request_stop("enough")
+
+    trainer.register_hooks([hooks.IterationTimer(warmup_iter=0, period=5, clock=clock,
+                                                 wait=device.wait), StopAt7()])
+    with caplog.at_level("INFO", logger="libai.engine.hooks.iteration_timer"):
+        trainer.train(0, 20)
+    speed = [r.getMessage() for r in caplog.records if "Overall training speed" in r.getMessage()]
+    assert len(speed) == 1 and "8 iterations" in speed[0] and "(1.1000 s / it)" in speed[0]
 
 
 class FakeCheckpointer:

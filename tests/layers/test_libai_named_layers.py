@@ -15,7 +15,7 @@ def test_conv1d_is_x_times_w_plus_b(local_layout):
     layer = Conv1D(5, 3, init_method=lambda w: w.copy_(flow.arange(15.0).reshape(5, 3) / 10))
     assert tuple(layer.weight.shape) == (5, 3)  # stored [in, out], the GPT-2 checkpoint layout
     with flow.no_grad():
-        layer.bias.copy_(flow.tensor([1.0, -1.0, 0.5]))
+        layer.bias.copy_(np.array([1.0, -1.0, 0.5], dtype=np.float32))
     x = np.random.RandomState(0).randn(2, 4, 5).astype(np.float32)
     expected = x @ (np.arange(15.0).reshape(5, 3) / 10) + np.array([1.0, -1.0, 0.5])
     np.testing.assert_allclose(layer(flow.tensor(x)).numpy(), expected, rtol=1e-5, atol=1e-5)

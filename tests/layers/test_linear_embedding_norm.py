@@ -34,7 +34,7 @@ def test_skip_weight_init_draws_nothing_and_ends_with_its_block(local_layout):
 def test_linear_computes_affine_map(local_layout, parallel):
     layer = Linear(5, 3, parallel=parallel)
     nn_bias = np.random.RandomState(1).randn(3).astype(np.float32)
-    layer.bias.data.copy_(flow.tensor(nn_bias))  # zero by default: give it a value to check
+    layer.bias.data.copy_(nn_bias)  # zero by default: give it a value to check
     x = _x(2, 4, 5)
     expected = x @ layer.weight.numpy().T + nn_bias
     np.testing.assert_allclose(layer(flow.tensor(x)).numpy(), expected, rtol=1e-5, atol=1e-6)
@@ -113,9 +113,9 @@ def test_layernorm_matches_numpy(local_layout, affine, bias):
     norm = LayerNorm(6, eps=1e-5, elementwise_affine=affine, bias=bias)
     assert (norm.weight is not None, norm.bias is not None) == (affine, bias)
     if affine:
-        norm.weight.data.copy_(flow.tensor(_x(6, seed=3)))
+        norm.weight.data.copy_(_x(6, seed=3))
     if bias:
-        norm.bias.data.copy_(flow.tensor(_x(6, seed=4)))
+        norm.bias.data.copy_(_x(6, seed=4))
     x = _x(2, 3, 6)
     mean = x.mean(-1, keepdims=True)
     var = x.var(-1, keepdims=True)

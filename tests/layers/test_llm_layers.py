@@ -24,7 +24,7 @@ def _softmax(z):
 
 def _set(param, array):
     with flow.no_grad():
-        param.copy_(flow.tensor(array))
+        param.copy_(np.asarray(array, dtype=np.float32))
 
 
 # ----------------------------------------------------------------------------- RMSLayerNorm

@@ -12,7 +12,7 @@ def _np(t):
 
 def _set(param, array):
     with flow.no_grad():
-        param.copy_(flow.tensor(array, dtype=flow.float32))
+        param.copy_(np.asarray(array, dtype=np.float32))
 
 
 @pytest.fixture

@@ -15,6 +15,12 @@ def _x(*shape, seed=0):
     return np.random.RandomState(seed).randn(*shape).astype(np.float32)
 
 
+def _g(layout, array):
+    """``array`` as the global tensor a layer makes of it (the test composes layers by hand)."""
+    b = flow.sbp.broadcast
+    return layout.to_global(flow.tensor(array), [b, b])
+
+
 def test_mlp_is_two_linears_around_gelu(local_layout):
     mlp = MLP(H, FFN)
     x = _x(2, 3, H)
@@ -33,7 +39,7 @@ def test_fusion_flags_are_ignored_on_the_cpu(local_layout):
 
 def test_pre_norm_encoder_layer_wiring(local_layout):
     layer = TransformerLayer(H, FFN, HEADS)
-    x = flow.tensor(_x(2, 4, H))
+    x = _g(local_layout, _x(2, 4, H))
     h = x + layer.self_attention(layer.input_layernorm(x))
     expected = h + layer.mlp(layer.post_attention_layernorm(h))
     np.testing.assert_allclose(layer(x).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
@@ -41,7 +47,7 @@ def test_pre_norm_encoder_layer_wiring(local_layout):
 
 def test_residual_from_the_normalised_input(local_layout):
     layer = TransformerLayer(H, FFN, HEADS, apply_residual_post_layernorm=True)
-    x = flow.tensor(_x(2, 4, H))
+    x = _g(local_layout, _x(2, 4, H))
     normed = layer.input_layernorm(x)
     h = normed + layer.self_attention(normed)
     normed2 = layer.post_attention_layernorm(h)
@@ -51,7 +57,7 @@ def test_residual_from_the_normalised_input(local_layout):
 def test_post_norm_encoder_layer_wiring(local_layout):
     layer = TransformerLayer(H, FFN, HEADS, layernorm_position="post")
     assert not hasattr(layer, "input_layernorm")
-    x = flow.tensor(_x(2, 4, H))
+    x = _g(local_layout, _x(2, 4, H))
     h = layer.post_attention_layernorm(x + layer.self_attention(x))
     expected = layer.output_layernorm(h + layer.mlp(h))
     np.testing.assert_allclose(layer(x).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
@@ -59,9 +65,9 @@ def test_post_norm_encoder_layer_wiring(local_layout):
 
 def test_pre_norm_decoder_layer_wiring(local_layout):
     layer = TransformerLayer(H, FFN, HEADS, is_decoder=True, attn_mask_type="causal")
-    x = flow.tensor(_x(2, 4, H))
-    enc = flow.tensor(_x(2, 6, H, seed=1))
-    enc_mask = flow.tensor(np.array([[1] * 6, [1] * 4 + [0] * 2]))
+    x = _g(local_layout, _x(2, 4, H))
+    enc = _g(local_layout, _x(2, 6, H, seed=1))
+    enc_mask = _g(local_layout, np.array([[1] * 6, [1] * 4 + [0] * 2]))
     h = x + layer.self_attention(layer.input_layernorm(x))
     h = h + layer.cross_attention(layer.post_attention_layernorm(h), enc_mask, encoder_states=enc)
     expected = h + layer.mlp(layer.post_cross_attention_layernorm(h))
@@ -150,7 +156,7 @@ def test_cross_entropy_shape_mismatch(local_layout):
 def test_lm_logits_tie_to_the_embedding(local_layout):
     emb = VocabEmbedding(11, H)
     head = LMLogits(11, bias=True)
-    head.bias.data.copy_(flow.tensor(_x(11, seed=5)))
+    head.bias.data.copy_(_x(11, seed=5))
     h = _x(2, 3, H)
     expected = h @ emb.weight.numpy().T + _x(11, seed=5)
     np.testing.assert_allclose(head(flow.tensor(h), emb.weight).numpy(), expected, rtol=1e-5, atol=1e-5)

@@ -29,8 +29,8 @@ LAYOUTS = {
 BATCH, CLASSES = 4, 10
 # parameters whose gradient norms are reported: the first layer, a middle one, the head
 WATCH = {
-    "vit": ["patch_embed.weight", "blocks.1.self_attention.query_key_value.weight", "head.weight"],
-    "swin": ["patch_embed.weight", "layers.0.blocks.1.attn.relative_position_bias_table",
+    "vit": ["patch_embed.proj.weight", "blocks.1.self_attention.query_key_value.weight", "head.weight"],
+    "swin": ["patch_embed.proj.weight", "layers.0.blocks.1.attn.relative_position_bias_table",
              "layers.1.blocks.0.mlp.dense_h_to_4h.weight", "head.weight"],
 }
 

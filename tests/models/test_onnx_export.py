@@ -148,7 +148,7 @@ def test_unsupported_op_is_named(tmp_path):
     assert not path.exists()
 
 
-def test_bad_arguments_are_refused(tmp_path):
+def test_bad_arguments_are_refused_and_a_global_model_is_left_as_it_was(tmp_path):
     model = _tiny(GPTForPreTraining)
     inputs = example_token_inputs(model, 1, 4)
     path = str(tmp_path / "m.onnx")
@@ -156,10 +156,15 @@ def test_bad_arguments_are_refused(tmp_path):
         export_onnx(model, path, inputs, opset=11)
     with pytest.raises(KeyError, match="output_key='logits' is not among"):
         export_onnx(model, path, inputs, output_key="logits")
-    placement = flow.placement("cpu", ranks=[0])
-    model.to_global(placement=placement, sbp=flow.sbp.broadcast)
-    with pytest.raises(ValueError, match="parameters are global tensors"):
-        export_onnx(model, path, inputs)
+    # a one-process model is global (as in LiBai); export traces a local view of it and hands
+    # it back unchanged: the same parameter objects, still global
+    params = dict(model.named_parameters())
+    assert all(p.is_global for p in params.values())
+    export_onnx(model, path, inputs)
+    after = dict(model.named_parameters())
+    assert after.keys() == params.keys() and all(after[n] is p for n, p in params.items())
+    assert all(p.is_global for p in model.parameters())
+    assert all(m.layout.is_global for m in model.modules() if hasattr(m, "layout"))
 
 
 def test_check_refuses_a_file_that_computes_other_values(tmp_path, monkeypatch):

@@ -34,8 +34,8 @@ def _numpy_logits(model, images, patch):
     b, c, h, wd = images.shape
     gh, gw = h // patch, wd // patch
     cells = images.reshape(b, c, gh, patch, gw, patch).transpose(0, 2, 4, 1, 3, 5)
-    kernel = w["patch_embed.weight"].reshape(w["patch_embed.weight"].shape[0], -1)
-    x = cells.reshape(b, gh * gw, -1) @ kernel.T + w["patch_embed.bias"]
+    kernel = w["patch_embed.proj.weight"].reshape(w["patch_embed.proj.weight"].shape[0], -1)
+    x = cells.reshape(b, gh * gw, -1) @ kernel.T + w["patch_embed.proj.bias"]
     for i in range(len(model.blocks)):
         p = lambda name: w[f"blocks.{i}.{name}"]  # noqa: E731
         n1 = p("norm1.alpha") * x + p("norm1.beta")
@@ -55,7 +55,7 @@ def test_logits_match_a_numpy_forward(local_layout):
     with flow.no_grad():  # move the Affines and LayerScales off their initial 1 / 0 / 0.3
         for name, param in model.named_parameters():
             if name.split(".")[-1] in ("alpha", "beta", "gamma_1", "gamma_2"):
-                param.copy_(flow.tensor(rng.randn(*param.shape).astype(np.float32)))
+                param.copy_(rng.randn(*param.shape).astype(np.float32))
     images = rng.randn(2, 3, 8, 8).astype(np.float32)
     model.eval()
     logits = model(flow.tensor(images))["prediction_scores"].numpy()
@@ -125,7 +125,7 @@ def test_loss_falls_and_graph_equals_eager(tmp_path):
     assert eager_losses[-1] < eager_losses[0] - 0.1, eager_losses
     graph_losses, graph_state = train_image_model(tmp_path, model, 16, 5, graph=True, lr=1e-2)
     np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-3, atol=1e-5)
-    for key in ("blocks.1.gamma_2", "blocks.0.attn.weight", "head.weight", "patch_embed.weight"):
+    for key in ("blocks.1.gamma_2", "blocks.0.attn.weight", "head.weight", "patch_embed.proj.weight"):
         np.testing.assert_allclose(graph_state[key], eager_state[key], rtol=1e-3, atol=1e-5)
 
 

@@ -38,9 +38,9 @@ def test_cosine_attention_equals_a_numpy_computation(local_layout):
     flow.manual_seed(0)
     attn = WindowAttentionV2(8, 2, 2).eval()
     with flow.no_grad():
-        attn.q_bias.copy_(flow.randn(8))
-        attn.v_bias.copy_(flow.randn(8))
-        attn.logit_scale.copy_(flow.tensor([[[0.5]], [[5.0]]]))  # the second is capped at log 100
+        attn.q_bias.copy_(flow.randn(8).numpy())
+        attn.v_bias.copy_(flow.randn(8).numpy())
+        attn.logit_scale.copy_(np.array([[[0.5]], [[5.0]]], dtype=np.float32))  # the second is capped at log 100
     x = np.random.RandomState(1).randn(3, 4, 8).astype(np.float32)
     with flow.no_grad():
         out = attn(flow.tensor(x)).numpy()

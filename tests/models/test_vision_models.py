@@ -111,10 +111,10 @@ def test_loss_rejects_labels_it_cannot_read(local_layout):
 def test_patch_embedding_is_a_projection_of_each_patch(local_layout):
     embed = PatchEmbedding(img_size=(8, 12), patch_size=4, in_chans=2, embed_dim=5)
     with flow.no_grad():
-        embed.bias.copy_(flow.tensor(np.arange(5, dtype=np.float32)))
+        embed.proj.bias.copy_(np.arange(5, dtype=np.float32))
     images = np.random.RandomState(1).randn(2, 2, 8, 12).astype(np.float32)
     out = embed(flow.tensor(images)).numpy()
-    weight, bias = embed.weight.numpy().reshape(5, -1), embed.bias.numpy()
+    weight, bias = embed.proj.weight.numpy().reshape(5, -1), embed.proj.bias.numpy()
     assert out.shape == (2, 6, 5) and embed.grid_size == (2, 3)
     for row in range(2):
         for col in range(3):
@@ -188,11 +188,12 @@ def test_window_attention_matches_numpy(local_layout):
     rng = np.random.RandomState(5)
     table = rng.randn(25, heads).astype(np.float32)
     with flow.no_grad():  # a bias large enough to matter
-        attn.relative_position_bias_table.copy_(flow.tensor(table))
+        attn.relative_position_bias_table.copy_(np.asarray(table, dtype=np.float32))
     allowed = shifted_window_mask(6, 6, window, 1)  # 4 windows
     additive = np.where(allowed, 0.0, -10000.0).astype(np.float32)
     x = rng.randn(batch * 4, window * window, dim).astype(np.float32)
-    out = attn(flow.tensor(x), flow.tensor(additive)).numpy()
+    b = flow.sbp.broadcast  # the model places its mask; here the test does
+    out = attn(flow.tensor(x), local_layout.to_global(flow.tensor(additive), [b, b])).numpy()
 
     qkv = x @ attn.qkv.weight.numpy().T + attn.qkv.bias.numpy()
     qkv = qkv.reshape(batch * 4, 9, heads, 3, dim // heads)  # laid out head by head

@@ -141,12 +141,28 @@ def test_get_nd_sbp_answers_for_the_current_layout():
         assert dist.get_nd_sbp([S0, S1]) == [S0, S1]
         with pytest.raises(ValueError, match="got 1 items"):
             dist.get_nd_sbp([S0])
-    with pytest.raises(RuntimeError, match="no parallel layout is active"):
-        dist.get_nd_sbp([S0, B])
+    # no layout at all: as in LiBai, a one-process layout is set up (with a warning)
+    dist.reset_layouts()
+    assert dist.get_nd_sbp([S0, B]) == [S0, B]
+    assert dist.current_layout().world_size == 1
+    dist.reset_layouts()
 
 
-def test_a_one_process_layout_keeps_tensors_local():
+def test_a_one_process_layout_makes_global_tensors_on_one_rank():
     got = layout()
-    assert not got.is_global
+    assert got.is_global
     moved = got.to_global(flow.ones(3), [S0, B])
+    assert moved.is_global and moved.placement == flow.placement("cpu", ranks=[[0]])
+    assert tuple(moved.sbp) == (S0, B)
+    assert moved.to_local().numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_only_a_one_process_layout_has_a_local_copy():
+    local = layout().local_copy()
+    assert not local.is_global and local.local_tensors
+    moved = local.to_global(flow.ones(3), [S0, B])
     assert not moved.is_global and moved.device == flow.device("cpu")
+    with pytest.raises(ValueError, match="2 processes has no local copy"):
+        layout(world_size=2).local_copy()
+    with pytest.raises(ValueError, match="needs a one-process layout"):
+        ParallelLayout(world_size=2, data_parallel_size=2, local_tensors=True)

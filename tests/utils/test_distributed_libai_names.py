@@ -167,13 +167,19 @@ def test_process_helpers_in_one_process():
 
 def test_convert_to_distributed_default_setting_takes_tensors_and_modules():
     dist.setup_dist_util(DictConfig(dict(device_type="cpu")))
-    t = flow.ones(2)
-    assert dist.convert_to_distributed_default_setting(t) is t  # already on the layout's device
+    # one process: a local tensor becomes a global one, broadcast on stage 0, as in LiBai
+    t = dist.convert_to_distributed_default_setting(flow.ones(2))
+    assert t.is_global and t.placement == dist.get_layer_placement(0)
+    assert list(t.sbp) == dist.get_nd_sbp([B, B])
+    assert t.to_local().numpy().tolist() == [1.0, 1.0]
     model = flow.nn.Linear(3, 2)
     weight = model.weight.numpy().copy()
     model._apply(dist.convert_to_distributed_default_setting)  # LiBai's way of calling it
-    assert not model.weight.is_global and np.array_equal(model.weight.numpy(), weight)
+    assert model.weight.is_global and model.weight.placement == dist.get_layer_placement(0)
+    assert np.array_equal(model.weight.to_local().numpy(), weight)
     assert dist.convert_to_distributed_default_setting(model) is model
+    plain = flow.nn.Linear(3, 2)
+    assert dist.convert_to_distributed_default_setting(plain).weight.is_global  # a module too
 
 
 def test_ttol_tton_and_tensor_to_rank0_in_one_process():

@@ -62,7 +62,8 @@ def build_gpt_indices(
         document_sizes: tokens of every document of the corpus (indexed by document id).
         documents: ids of the documents of this split.
         seq_length: tokens of model input per sample (each sample reads one more).
-        num_samples: samples wanted; ``None`` means exactly one epoch's worth.
+        num_samples: samples wanted; ``None`` means exactly one epoch's worth (at least one
+            sample: a split shorter than a sample repeats its documents to fill one).
         seed: fixes the document and sample orders.
     """
     if seq_length < 1:
@@ -71,13 +72,15 @@ def build_gpt_indices(
     tokens_per_epoch = int(document_sizes[documents].sum())
     num_epochs = num_epochs_needed(tokens_per_epoch, seq_length, num_samples)
     available = (num_epochs * tokens_per_epoch - 1) // seq_length
+    if num_samples is None and available < 1:
+        # a split shorter than one sample (a tiny held-out part): as LiBai does, its documents
+        # are repeated until one sample is filled, rather than refusing the corpus
+        num_samples = 1
+        num_epochs = num_epochs_needed(tokens_per_epoch, seq_length, num_samples)
     if num_samples is None:
         num_samples = available
     if num_samples < 1:
-        raise ValueError(
-            f"the split has {tokens_per_epoch} tokens, fewer than one sample of {seq_length + 1}; "
-            "use a shorter max_seq_length or more data"
-        )
+        raise ValueError(f"num_samples must be at least 1 (or None for one pass), got {num_samples}")
     rng = np.random.default_rng(seed)
     doc_idx = _build_doc_idx(documents, num_epochs, rng)
     sample_idx = _build_sample_idx(document_sizes[doc_idx], seq_length, num_samples)

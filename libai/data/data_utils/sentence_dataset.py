@@ -12,7 +12,17 @@ from libai.data.data_utils.text_split import TextSplit
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SentenceSampleDataset", "require_token_ids"]
+__all__ = ["SentenceSampleDataset", "require_token_ids", "resolve_num_samples"]
+
+
+def resolve_num_samples(num_samples: Optional[int], max_num_samples: Optional[int], dataset: str) -> Optional[int]:
+    """The sample count asked for by ``num_samples`` or LiBai's spelling ``max_num_samples``
+    (both mean "samples wanted from this split"; ``None``: one pass). Both set to different
+    values is an error rather than a silent choice."""
+    if num_samples is not None and max_num_samples is not None and int(num_samples) != int(max_num_samples):
+        raise ValueError(f"{dataset}: num_samples={num_samples} and max_num_samples={max_num_samples} set the "
+                         "same thing to different values; keep one of them")
+    return num_samples if num_samples is not None else max_num_samples
 
 
 def require_token_ids(tokenizer: Any, names: Sequence[str], dataset: str) -> dict:
@@ -58,9 +68,16 @@ class SentenceSampleDataset(Dataset):
             lambda: {"mapping": build_sentence_samples(
                 self.indexed.sizes, self.indexed.doc_idx, documents, int(max_num_tokens), num_samples,
                 self.seed, short_seq_prob, min_sentences,
+                allow_empty=self.text.split_name != "train",
             )},
         )
         self.mapping = result.arrays["mapping"]
+        if not len(self.mapping):
+            logger.warning(
+                "%s (%s): no document of this held-out split has %d sentence(s), so it gives no "
+                "samples (as in LiBai); give it a larger share of the corpus to evaluate on it",
+                name, self.text.split_name, min_sentences,
+            )
         self.index_cache_hit = result.hit
         self.index_files = result.paths
         logger.info(

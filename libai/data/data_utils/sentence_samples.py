@@ -52,6 +52,7 @@ def build_sentence_samples(
     short_seq_prob: float = 0.1,
     min_sentences: int = 1,
     max_epochs: int = 1000,
+    allow_empty: bool = False,
 ) -> np.ndarray:
     """``[n, 3]`` int64 rows ``(first_sentence, end_sentence, target_length)``.
 
@@ -61,6 +62,8 @@ def build_sentence_samples(
         max_num_tokens: the token budget of one sample's text (without special tokens).
         num_samples: rows wanted; ``None`` is one epoch.
         min_sentences: a sample needs this many sentences (2 for a sentence pair).
+        allow_empty: give no rows, instead of an error, when no document of the split has
+            ``min_sentences`` sentences (a tiny held-out part, which LiBai leaves empty).
     """
     if max_num_tokens < 2:
         raise ValueError(f"max_num_tokens must be >= 2, got {max_num_tokens}")
@@ -68,6 +71,8 @@ def build_sentence_samples(
     rows: List[List[int]] = []
     for _ in range(max_epochs):
         epoch = _epoch_samples(sizes, doc_idx, documents, max_num_tokens, short_seq_prob, min_sentences, rng)
+        if not epoch and allow_empty:
+            return np.zeros((0, 3), dtype=np.int64)
         if not epoch:
             raise ValueError(
                 f"no document of the split has {min_sentences} non-empty sentence(s); a sentence-pair "

@@ -17,17 +17,26 @@ and ``loss_mask`` is 1 exactly at picked positions. 0 rather than -1 because One
 cross-entropy aborts the process on a negative label; the loss must be weighted by
 ``loss_mask``.
 """
+import logging
+import re
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import oneflow as flow
 
 from libai.data.data_utils.indexed_dataset import MMapIndexedDataset
-from libai.data.data_utils.masking import mask_tokens
-from libai.data.data_utils.sentence_dataset import SentenceSampleDataset, require_token_ids
+from libai.data.data_utils.masking import _random_regular_tokens as random_regular_tokens
+from libai.data.data_utils.masking import mask_tokens, num_to_mask
+from libai.data.data_utils.sentence_dataset import (
+    SentenceSampleDataset,
+    require_token_ids,
+    resolve_num_samples,
+)
 from libai.data.structures import DistTensorData, Instance
 
 __all__ = ["BertDataset", "truncate_pair"]
+
+logger = logging.getLogger(__name__)
 
 
 def truncate_pair(a: np.ndarray, b: np.ndarray, budget: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
@@ -43,6 +52,63 @@ def truncate_pair(a: np.ndarray, b: np.ndarray, budget: int, rng: np.random.Gene
     return a[spans[0][0] : spans[0][1]], b[spans[1][0] : spans[1][1]]
 
 
+MASKING_STYLES = ("bert", "bert-cn-wwm")
+_CJK = re.compile("^##[\u4E00-\u9FA5]")
+
+
+def chinese_wwm_tables(tokenizer: Any, vocab_size: int) -> Tuple[np.ndarray, np.ndarray]:
+    """For Chinese whole-word masking: which ids are word continuations (``##`` pieces, as a
+    tokenizer with ``do_chinese_wwm=True`` marks the later characters of a word), and the id
+    each token shows in the model input (``##字`` becomes ``字``: the ``##`` only carries the
+    word boundary; the label keeps the original id)."""
+    if not hasattr(tokenizer, "convert_ids_to_tokens"):
+        raise ValueError("masking_style='bert-cn-wwm' needs a WordPiece tokenizer "
+                         "(convert_ids_to_tokens / convert_tokens_to_ids)")
+    pieces = tokenizer.convert_ids_to_tokens(list(range(vocab_size)))
+    continuation = np.array([str(p).startswith("##") for p in pieces], dtype=bool)
+    strip_to = np.arange(vocab_size, dtype=np.int64)
+    for i, piece in enumerate(pieces):
+        if _CJK.match(str(piece)):
+            plain = tokenizer.convert_tokens_to_ids(piece[2:])
+            if plain is not None and 0 <= int(plain) < vocab_size:
+                strip_to[i] = int(plain)
+    return continuation, strip_to
+
+
+def mask_whole_words(
+    tokens: np.ndarray, candidates: np.ndarray, rng: np.random.Generator, mask_prob: float,
+    mask_id: int, vocab_size: int, continuation: np.ndarray, strip_to: np.ndarray,
+    special_ids: Sequence[int] = (),
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BERT masking by whole words (LiBai's ``masking_style="bert-cn-wwm"``): a ``##`` piece
+    is picked together with the pieces before it, so a word is hidden entirely or not at all;
+    each picked position then follows the 80/10/10 rule. The input shows ``##字`` as ``字``;
+    the labels keep the original ids. Returns ``(input, positions sorted, labels)``."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    words: List[List[int]] = []
+    for pos in (int(p) for p in candidates):
+        if words and words[-1][-1] == pos - 1 and continuation[tokens[pos]]:
+            words[-1].append(pos)
+        else:
+            words.append([pos])
+    budget = num_to_mask(len(candidates), mask_prob)
+    picked: List[int] = []
+    for w in rng.permutation(len(words)):
+        if len(picked) + len(words[w]) <= budget:
+            picked += words[w]
+        if len(picked) >= budget:
+            break
+    positions = np.sort(np.asarray(picked, dtype=np.int64))
+    labels = tokens[positions].copy()
+    shown = strip_to[tokens]
+    action = rng.random(len(positions))
+    shown[positions[action < 0.8]] = mask_id
+    to_random = positions[(action >= 0.8) & (action < 0.9)]
+    if len(to_random):
+        shown[to_random] = random_regular_tokens(rng, len(to_random), vocab_size, special_ids)
+    return shown, positions, labels
+
+
 class BertDataset(SentenceSampleDataset):
     """Masked-LM + sentence-pair samples with fields ``input_ids``, ``attention_mask`` (1 = real
     token), ``tokentype_ids``, ``ns_labels``, ``lm_labels``, ``loss_mask`` (see module doc).
@@ -56,6 +122,9 @@ class BertDataset(SentenceSampleDataset):
         mask_lm_prob: fraction of text tokens picked for prediction.
         short_seq_prob: probability of a shorter random target length.
         binary_head: build sentence pairs with ``ns_labels``; ``sop`` picks the order task.
+        max_num_samples: LiBai's name for ``num_samples`` (either works).
+        masking_style: ``"bert"`` (token by token) or ``"bert-cn-wwm"`` (Chinese whole-word
+            masking over a corpus tokenized with ``do_chinese_wwm=True``), as in LiBai.
         seed, split, splits_string, cache_dir: as for :class:`~libai.data.datasets.gpt_dataset.GPT2Dataset`.
     """
 
@@ -65,19 +134,26 @@ class BertDataset(SentenceSampleDataset):
         self,
         name: str = "bert",
         tokenizer: Any = None,
-        data_prefix: Optional[str] = None,
         indexed_dataset: Optional[MMapIndexedDataset] = None,
-        max_seq_length: int = 512,
-        num_samples: Optional[int] = None,
+        data_prefix: Optional[str] = None,
+        max_num_samples: Optional[int] = None,
         mask_lm_prob: float = 0.15,
+        max_seq_length: int = 512,
         short_seq_prob: float = 0.1,
-        binary_head: bool = True,
-        sop: bool = False,
         seed: int = 1234,
+        binary_head: bool = True,
+        masking_style: str = "bert",
+        num_samples: Optional[int] = None,
+        sop: bool = False,
         split: Union[str, int] = "train",
         splits_string: Union[str, Sequence[float]] = "949,50,1",
         cache_dir: Optional[str] = None,
     ) -> None:
+        num_samples = resolve_num_samples(num_samples, max_num_samples, "BertDataset")
+        if masking_style not in MASKING_STYLES:
+            raise ValueError(f"BertDataset(masking_style={masking_style!r}): known styles are "
+                             f"{', '.join(MASKING_STYLES)}")
+        self.masking_style = masking_style
         ids = require_token_ids(tokenizer, ("cls_id", "sep_id", "mask_id", "pad_id", "vocab_size"), "BertDataset")
         self.cls_id, self.sep_id, self.mask_id = ids["cls_id"], ids["sep_id"], ids["mask_id"]
         self.pad_id, self.vocab_size = ids["pad_id"], ids["vocab_size"]
@@ -86,6 +162,9 @@ class BertDataset(SentenceSampleDataset):
         num_special = 3 if binary_head else 2
         if self.max_seq_length <= num_special + 1:
             raise ValueError(f"max_seq_length {max_seq_length} leaves no room for text beside the special tokens")
+        self._continuation = self._strip_to = None
+        if masking_style == "bert-cn-wwm":
+            self._continuation, self._strip_to = chinese_wwm_tables(tokenizer, self.vocab_size)
         self._setup(
             name, data_prefix, indexed_dataset, split, splits_string, cache_dir,
             self.max_seq_length - num_special, num_samples, seed, short_seq_prob,
@@ -94,11 +173,15 @@ class BertDataset(SentenceSampleDataset):
         if binary_head and not sop:
             sentence_counts = np.diff(self.indexed.doc_idx)[self.text.documents]
             self._donor_documents = self.text.documents[sentence_counts > 0]
-            if len(self._donor_documents) < 2:
-                raise ValueError(
-                    "next-sentence prediction draws B from another document, but the split has fewer "
-                    "than 2 non-empty documents; add documents or use sop=True"
+            if len(self._donor_documents) < 2 and len(self):
+                # no other document to draw B from (a tiny held-out part): LiBai's pair task,
+                # which swaps the order of A and B, is used for this split instead
+                logger.warning(
+                    "%s (%s): next-sentence prediction draws B from another document, but the split "
+                    "has fewer than 2 non-empty documents; its pairs use sentence-order swapping "
+                    "(LiBai's pair task) instead", name, self.text.split_name,
                 )
+                self.sop = True
 
     # ---------------------------------------------------------------- sentence pairs
     def _document_of(self, sentence: int) -> int:
@@ -151,10 +234,17 @@ class BertDataset(SentenceSampleDataset):
         tokens = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces])
         special_positions = {0, len(a) + 1, len(tokens) - 1}
         candidates = np.asarray([i for i in range(len(tokens)) if i not in special_positions], dtype=np.int64)
-        masked, positions, labels = mask_tokens(
-            tokens, candidates, rng, self.mask_lm_prob, self.mask_id, self.vocab_size,
-            special_ids=(self.cls_id, self.sep_id, self.mask_id, self.pad_id),
-        )
+        special_ids = (self.cls_id, self.sep_id, self.mask_id, self.pad_id)
+        if self._continuation is None:
+            masked, positions, labels = mask_tokens(
+                tokens, candidates, rng, self.mask_lm_prob, self.mask_id, self.vocab_size,
+                special_ids=special_ids,
+            )
+        else:
+            masked, positions, labels = mask_whole_words(
+                tokens, candidates, rng, self.mask_lm_prob, self.mask_id, self.vocab_size,
+                self._continuation, self._strip_to, special_ids=special_ids,
+            )
         return self._pad(masked, np.asarray(types, dtype=np.int64), positions, labels, ns_label)
 
     def _pad(self, tokens: np.ndarray, types: np.ndarray, positions: np.ndarray, labels: np.ndarray,

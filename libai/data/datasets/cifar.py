@@ -61,17 +61,19 @@ class _CIFARDataset(ImageClassificationDataset):
         root: str,
         train: bool = True,
         transform: Optional[Callable[[Any], Any]] = None,
+        download: bool = False,
         image_field: str = "images",
         label_field: str = "labels",
     ) -> None:
         super().__init__(transform, image_field, label_field)
         self.root = root
         self.train = bool(train)
-        paths = self._locate(root, self.train_files if self.train else self.test_files)
+        self.download = bool(download)
+        paths = self._locate(root, self.train_files if self.train else self.test_files, self.download)
         self.images, self.labels = load_cifar_batches(paths, self.label_key)
 
     @classmethod
-    def _locate(cls, root: str, names: Sequence[str]) -> List[str]:
+    def _locate(cls, root: str, names: Sequence[str], download: bool = False) -> List[str]:
         # Accept both the folder holding the extracted directory and that directory itself.
         bases = [os.path.join(root, cls.folder), root]
         for base in bases:
@@ -79,8 +81,10 @@ class _CIFARDataset(ImageClassificationDataset):
             if all(os.path.isfile(p) for p in paths):
                 return paths
         looked = [os.path.join(base, name) for base in bases for name in names]
+        asked = (" download=True was given, but libai never downloads at run time (runs are "
+                 "reproducible from local files)." if download else "")
         raise FileNotFoundError(
-            f"{cls.__name__}: batch files not found. Looked for:\n  "
+            f"{cls.__name__}: batch files not found.{asked} Looked for:\n  "
             + "\n  ".join(looked)
             + f"\nDownload {cls.archive} from https://www.cs.toronto.edu/~kriz/cifar.html by hand "
             f"and extract it into {root!r} (tar -xzf {cls.archive} -C {root})."
@@ -101,6 +105,8 @@ class CIFAR10Dataset(_CIFARDataset):
         train: the five training batches, else ``test_batch``.
         transform: called on a PIL RGB image (see :class:`ImageClassificationDataset`).
         image_field / label_field: sample field names.
+        download: LiBai's flag, accepted so its configs run; files already in place are used,
+            and missing ones are an error saying where to get them (nothing is downloaded).
     """
 
     folder = "cifar-10-batches-py"

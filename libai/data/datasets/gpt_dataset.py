@@ -14,6 +14,7 @@ from oneflow.utils.data import Dataset
 
 from libai.data.data_utils.gpt_index import build_gpt_indices
 from libai.data.data_utils.indexed_dataset import MMapIndexedDataset
+from libai.data.data_utils.sentence_dataset import resolve_num_samples
 from libai.data.data_utils.text_split import TextSplit
 from libai.data.structures import DistTensorData, Instance
 
@@ -32,7 +33,7 @@ class GPT2Dataset(Dataset):
         indexed_dataset: an opened corpus, instead of ``data_prefix``.
         max_seq_length: tokens per sample given to the model.
         num_samples: samples wanted; the number of epochs over the split follows from it.
-            ``None`` means one epoch.
+            ``None`` means one epoch. ``max_num_samples`` is LiBai's name for it (either works).
         seed: fixes the document order of each epoch and the sample order.
         split, splits_string: which part of the corpus, by document ratios (``"949,50,1"``).
         cache_dir: where index files are cached (default: beside the data).
@@ -46,13 +47,15 @@ class GPT2Dataset(Dataset):
         tokenizer: Any = None,
         data_prefix: Optional[str] = None,
         indexed_dataset: Optional[MMapIndexedDataset] = None,
+        max_num_samples: Optional[int] = None,
         max_seq_length: int = 1024,
-        num_samples: Optional[int] = None,
         seed: int = 1234,
+        num_samples: Optional[int] = None,
         split: Union[str, int] = "train",
         splits_string: Union[str, Sequence[float]] = "949,50,1",
         cache_dir: Optional[str] = None,
     ) -> None:
+        num_samples = resolve_num_samples(num_samples, max_num_samples, "GPT2Dataset")
         self.name = name
         self.max_seq_length = int(max_seq_length)
         self.seed = int(seed)

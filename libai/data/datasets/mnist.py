@@ -151,7 +151,7 @@ def make_digits_mnist(
     }
 
 
-def _find_split_files(root: str, split: str) -> Tuple[str, str]:
+def _find_split_files(root: str, split: str, download: bool = False) -> Tuple[str, str]:
     found, looked = [], []
     for name in MNIST_FILES[split]:
         candidates = [os.path.join(root, name), os.path.join(root, name + ".gz")]
@@ -160,7 +160,9 @@ def _find_split_files(root: str, split: str) -> Tuple[str, str]:
         found.append(hit)
     if None in found:
         raise FileNotFoundError(
-            f"MNIST {split} files not found under {root!r}. Looked for:\n  "
+            f"MNIST {split} files not found under {root!r}."
+            + (" download=True was given, but libai never downloads at run time." if download else "")
+            + " Looked for:\n  "
             + "\n  ".join(looked)
             + "\nDownload the four *-ubyte.gz files from the MNIST site "
             "(http://yann.lecun.com/exdb/mnist/) into that folder by hand, or generate "
@@ -181,6 +183,8 @@ class MNISTDataset(ImageClassificationDataset):
         train: the training split, else the ``t10k`` test split.
         transform: see :class:`ImageClassificationDataset`.
         image_field / label_field: sample field names (the model's ``forward`` arguments).
+        download: LiBai's flag, accepted so its configs run; nothing is downloaded, missing
+            files are an error saying how to get them.
     """
 
     def __init__(
@@ -188,13 +192,15 @@ class MNISTDataset(ImageClassificationDataset):
         root: str,
         train: bool = True,
         transform: Optional[Callable[[Any], Any]] = None,
+        download: bool = False,
         image_field: str = "images",
         label_field: str = "labels",
     ) -> None:
         super().__init__(transform, image_field, label_field)
         self.root = root
         self.train = bool(train)
-        image_path, label_path = _find_split_files(root, "train" if self.train else "test")
+        self.download = bool(download)
+        image_path, label_path = _find_split_files(root, "train" if self.train else "test", self.download)
         self.images = read_idx(image_path)
         self.labels = read_idx(label_path)
         if self.images.ndim != 3 or self.labels.ndim != 1:

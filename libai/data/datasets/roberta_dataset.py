@@ -40,18 +40,18 @@ class RobertaDataset(BertDataset):
         self,
         name: str = "roberta",
         tokenizer: Any = None,
-        data_prefix: Optional[str] = None,
         indexed_dataset: Optional[MMapIndexedDataset] = None,
-        max_seq_length: int = 512,
-        num_samples: Optional[int] = None,
+        data_prefix: Optional[str] = None,
+        max_num_samples: Optional[int] = None,
         mask_lm_prob: float = 0.15,
+        max_seq_length: int = 512,
         short_seq_prob: float = 0.0,
         seed: int = 1234,
+        masking_style: str = "bert",
+        num_samples: Optional[int] = None,
         split: Union[str, int] = "train",
         splits_string: Union[str, Sequence[float]] = "949,50,1",
         cache_dir: Optional[str] = None,
-        max_num_samples: Optional[int] = None,
-        masking_style: str = "bert",
     ) -> None:
         if masking_style != "bert":
             raise ValueError(f"RobertaDataset(masking_style={masking_style!r}): only 'bert' "

@@ -27,7 +27,11 @@ import oneflow as flow
 
 from libai.data.data_utils.indexed_dataset import MMapIndexedDataset
 from libai.data.data_utils.masking import random_spans_noise_mask, span_corrupt, t5_input_length
-from libai.data.data_utils.sentence_dataset import SentenceSampleDataset, require_token_ids
+from libai.data.data_utils.sentence_dataset import (
+    SentenceSampleDataset,
+    require_token_ids,
+    resolve_num_samples,
+)
 from libai.data.structures import DistTensorData, Instance
 
 __all__ = ["T5Dataset"]
@@ -47,7 +51,9 @@ class T5Dataset(SentenceSampleDataset):
         max_seq_length: encoder length (padded).
         max_seq_length_dec: decoder length (padded); default the longest target the encoder
             length can produce. A smaller value that cannot hold it is an error.
-        noise_density, mean_span_length: the corruption (T5: 0.15 and 3).
+        noise_density, mean_span_length: the corruption (T5: 0.15 and 3); LiBai's configs name
+            the density ``masked_lm_prob``.
+        num_samples / max_num_samples: samples wanted (LiBai's spelling ``max_num_samples``).
         sentinel_ids: ids of the sentinel tokens, in order; at least as many as spans.
         other arguments: as for :class:`~libai.data.datasets.bert_dataset.BertDataset`.
     """
@@ -58,20 +64,28 @@ class T5Dataset(SentenceSampleDataset):
         self,
         name: str = "t5",
         tokenizer: Any = None,
-        data_prefix: Optional[str] = None,
         indexed_dataset: Optional[MMapIndexedDataset] = None,
+        data_prefix: Optional[str] = None,
+        max_num_samples: Optional[int] = None,
+        masked_lm_prob: Optional[float] = None,
         max_seq_length: int = 512,
         max_seq_length_dec: Optional[int] = None,
+        short_seq_prob: float = 0.1,
+        seed: int = 1234,
         num_samples: Optional[int] = None,
         noise_density: float = 0.15,
         mean_span_length: float = 3.0,
-        short_seq_prob: float = 0.1,
         sentinel_ids: Optional[Sequence[int]] = None,
-        seed: int = 1234,
         split: Union[str, int] = "train",
         splits_string: Union[str, Sequence[float]] = "949,50,1",
         cache_dir: Optional[str] = None,
     ) -> None:
+        num_samples = resolve_num_samples(num_samples, max_num_samples, "T5Dataset")
+        if masked_lm_prob is not None:  # LiBai's name for the noise density
+            if noise_density != 0.15 and float(noise_density) != float(masked_lm_prob):
+                raise ValueError(f"T5Dataset: noise_density={noise_density} and masked_lm_prob="
+                                 f"{masked_lm_prob} set the same thing; keep one of them")
+            noise_density = masked_lm_prob
         ids = require_token_ids(tokenizer, ("cls_id", "sep_id", "pad_id"), "T5Dataset")
         self.pad_id = ids["pad_id"]
         self.bos_id = _optional_id(tokenizer, "bos_id", ids["cls_id"])

@@ -1,63 +1,129 @@
-"""Per-iteration wall time, and the total training time at the end."""
+"""Seconds per iteration measured by the wall clock, and the total training time at the end."""
 import datetime
 import logging
 import time
-from collections import deque
-from typing import Callable, Deque, Optional
+from typing import Callable, Optional
 
 from libai.engine.trainer import HookBase
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["IterationTimer", "wait_for_queued_work"]
+
+
+def wait_for_queued_work() -> None:
+    """Block until every operation this process has queued so far has finished.
+
+    OneFlow runs eager operations (and the launches of a compiled ``nn.Graph``) asynchronously:
+    a training step's Python code returns long before its kernels have run, by up to several
+    steps. A clock read right after a step therefore measures how fast Python can queue work,
+    not how fast the work is done. Reading the clock after this call measures the work.
+
+    The wait is local to this process. In a multi-process run every step ends in collectives
+    (gradient all-reduce, or the tensor/pipeline exchanges), so this rank cannot be ahead of
+    the others by more than the tail of one step; no cross-rank barrier is needed, and none is
+    taken, so ranks that time different iterations cannot deadlock.
+    """
+    import oneflow as flow
+
+    flow._oneflow_internal.eager.Sync()
+
 
 class IterationTimer(HookBase):
-    """Puts ``time`` (seconds per iteration) into the event storage, and logs the total and
-    per-iteration time when training ends.
+    """Puts ``time`` (wall seconds per iteration) into the event storage once per ``period``
+    iterations, and logs the steady-state speed and the total time when training ends.
 
-    OneFlow runs eager work asynchronously: a step's Python code returns before its kernels
-    finish, and the wait surfaces later (when a writer reads a loss). Timing each step alone
-    would therefore look several times too fast. ``time`` is instead the wall time between the
-    ends of consecutive iterations (everything included: data, step, hooks), averaged over the
-    last ``window`` iterations, so any wait lands inside the window and the average, ETA and
-    throughput are right. The first ``warmup_iter`` iterations (graph compilation, allocator
-    warm-up) are left out of the final average.
+    Why not time each step: OneFlow queues work asynchronously, so per-step gaps between
+    ``after_step`` calls swing between the time Python takes to queue a step (tens of ms) and
+    the time a later wait happens to absorb (seconds), and the work still queued at the end of
+    a run is never counted at all. Instead, at the end of every ``period``-th iteration (and of
+    the last one) this hook waits for the queued work (:func:`wait_for_queued_work`, one wait
+    per period) and reads the clock: ``time`` is the wall time between two such points divided
+    by the iterations between them. Everything in between is included: data loading, the step,
+    and the hooks (a checkpoint saved or an evaluation run in that period). The figure is put
+    with ``smoothing_hint=False``, so writers show it as it is (the period's mean), and the
+    ETA and throughput derived from it agree with the wall clock.
+
+    ``period`` should be the writers' period (``DefaultTrainer`` passes ``train.log_period``),
+    so the wait happens where the console line reads the losses anyway and costs nothing extra.
+    ``Overall training speed`` covers the iterations after the first ``warmup_iter`` (graph
+    compilation, allocator warm-up), from a synchronised point at the end of the warm-up (one
+    extra wait) to the one at the end of the last iteration.
+
+    Args:
+        warmup_iter: iterations left out of the overall speed.
+        period: iterations between two measurements (and waits).
+        clock: the time source (seconds); tests pass a fake one.
+        wait: what waits for queued work (default :func:`wait_for_queued_work`).
+        window: accepted for compatibility with earlier versions; ignored.
     """
 
-    def __init__(self, warmup_iter: int = 3, window: int = 20,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        self._warmup_iter = warmup_iter
-        self._window = max(1, int(window))
+    def __init__(self, warmup_iter: int = 3, period: int = 20,
+                 clock: Callable[[], float] = time.perf_counter,
+                 wait: Optional[Callable[[], None]] = None,
+                 window: Optional[int] = None) -> None:
+        if warmup_iter < 0:
+            raise ValueError(f"IterationTimer warmup_iter must be >= 0, got {warmup_iter}")
+        if int(period) < 1:
+            raise ValueError(f"IterationTimer period must be >= 1 (the log period), got {period}")
+        del window
+        self._warmup_iter = int(warmup_iter)
+        self._period = int(period)
         self._clock = clock
-        self._ends: Deque[float] = deque(maxlen=self._window + 1)
+        self._wait = wait or wait_for_queued_work
         self._train_start: Optional[float] = None
-        self._timed_total = 0.0
-        self._timed_iters = 0
+        self._mark_time = 0.0  # clock at the last synchronised point
+        self._mark_done = 0  # iterations completed at that point
+        self._steady_start: Optional[float] = None
+        self._steady_from = 0
+        self._last_done = 0
+        self._last_synced_done = 0
+        self._last_synced_time = 0.0
 
     def before_train(self) -> None:
-        self._train_start = self._clock()
-        self._ends.clear()
-        self._ends.append(self._train_start)
-        self._timed_total = 0.0
-        self._timed_iters = 0
+        self._wait()  # work queued before training (model building) is not the first step's
+        self._train_start = self._mark_time = self._clock()
+        self._mark_done = 0
+        self._steady_start = None
+        self._last_done = self._last_synced_done = 0
+        self._last_synced_time = self._train_start
+        if self._warmup_iter == 0:
+            self._steady_start, self._steady_from = self._train_start, 0
+
+    def _synced_now(self) -> float:
+        self._wait()
+        now = self._clock()
+        self._last_synced_done, self._last_synced_time = self._last_done, now
+        return now
 
     def after_step(self) -> None:
-        now = self._clock()
-        iters_done = self.trainer.iter - self.trainer.start_iter + 1
-        if iters_done > self._warmup_iter:
-            self._timed_total += now - self._ends[-1]
-            self._timed_iters += 1
-        self._ends.append(now)
-        per_iter = (now - self._ends[0]) / (len(self._ends) - 1)
-        self.trainer.storage.put_scalar("time", per_iter, smoothing_hint=False)
+        done = self.trainer.iter - self.trainer.start_iter + 1
+        self._last_done = done
+        boundary = self.every_n_iters(self._period) or self.is_last_iter()
+        end_of_warmup = done == self._warmup_iter
+        if not (boundary or end_of_warmup):
+            return
+        now = self._synced_now()
+        if end_of_warmup:
+            self._steady_start, self._steady_from = now, done
+        if boundary and done > self._mark_done:
+            per_iter = (now - self._mark_time) / (done - self._mark_done)
+            self.trainer.storage.put_scalar("time", per_iter, smoothing_hint=False)
+            self._mark_time, self._mark_done = now, done
 
     def after_train(self) -> None:
         if self._train_start is None:
             return
-        total = self._clock() - self._train_start
-        if self._timed_iters:
-            per_iter = self._timed_total / self._timed_iters
+        if self._last_synced_done != self._last_done:  # stopped early, between two boundaries
+            self._synced_now()
+        end_done, end_time = self._last_synced_done, self._last_synced_time
+        if self._steady_start is not None and end_done > self._steady_from:
+            steady = end_time - self._steady_start
+            iters = end_done - self._steady_from
             logger.info(
-                f"Overall training speed: {self._timed_iters} iterations in "
-                f"{datetime.timedelta(seconds=int(self._timed_total))} ({per_iter:.4f} s / it)"
+                f"Overall training speed: {iters} iterations in "
+                f"{datetime.timedelta(seconds=int(steady))} ({steady / iters:.4f} s / it)"
             )
+        self._wait()
+        total = self._clock() - self._train_start
         logger.info(f"Total training time: {datetime.timedelta(seconds=int(total))}")

@@ -1,8 +1,17 @@
-"""Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT / SIGUSR1)."""
+"""Saves a checkpoint and stops cleanly when the job is told to stop (SIGTERM / SIGINT / SIGUSR1).
+
+A stop signal may come at any moment of a run: while it starts (config, data, model), while it
+loads a batch, trains a step, evaluates or saves. :func:`catch_stop_signals` (the command line
+holds it around the whole run) records a signal that arrives before training starts; the
+:class:`PreemptionHandler` hook takes it over, so the run trains its first iteration, saves it
+and ends as after any stop. Loader workers leave these signals to the training process
+(:mod:`libai.data.worker_failures`), so a stop during an evaluation finishes that evaluation.
+"""
+import contextlib
 import logging
 import signal
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 import oneflow as flow
 
@@ -10,6 +19,50 @@ from libai.engine.trainer import HookBase
 from libai.utils import distributed as dist
 
 logger = logging.getLogger(__name__)
+
+
+# What catch_stop_signals recorded, its handler, and the handlers it replaced.
+_pending: Dict[str, Any] = {"signum": None, "at": None, "handler": None, "replaced": {}}
+
+
+def pending_stop_signal() -> Optional[int]:
+    """The stop signal :func:`catch_stop_signals` recorded before training started, if any."""
+    return _pending["signum"]
+
+
+@contextlib.contextmanager
+def catch_stop_signals(repeat_window: float = 1.0) -> Iterator[None]:
+    """Record SIGTERM, SIGINT and SIGUSR1 in the body instead of dying at once, for the
+    :class:`PreemptionHandler` of the training that follows to act on (a run stopped while it
+    starts saves its first iteration). A repeat of the same signal more than ``repeat_window``
+    seconds later gets the default behaviour (a second Ctrl-C ends the process). The handlers
+    that were installed before are put back at the end. Outside the main thread it does nothing.
+    """
+    _pending.update(signum=None, at=None)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if _pending["signum"] is None:
+            _pending.update(signum=signum, at=time.monotonic())
+            logger.warning(f"Received {signal.Signals(signum).name} while starting: training will "
+                           "stop after its first iteration and save a checkpoint")
+        elif time.monotonic() - _pending["at"] >= repeat_window:
+            signal.signal(signum, previous.get(signum) or signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    previous: Dict[int, Any] = {}
+    try:
+        for sig in PreemptionHandler.SIGNALS:
+            previous[sig] = signal.signal(sig, on_signal)
+    except ValueError:  # not the main thread
+        previous.clear()
+    _pending.update(handler=on_signal, replaced=previous)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if signal.getsignal(sig) is on_signal:
+                signal.signal(sig, handler)
+        _pending.update(signum=None, at=None, handler=None, replaced={})
 
 
 class PreemptionHandler(HookBase):
@@ -46,9 +99,17 @@ class PreemptionHandler(HookBase):
         signal.raise_signal(signum)
 
     def before_train(self) -> None:
+        early = pending_stop_signal()
+        if early is not None:  # arrived while the run was starting (catch_stop_signals)
+            self._received = early
+            self._first_at[early] = _pending["at"]
+            _pending.update(signum=None, at=None)
         try:
             for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._on_signal)
+                previous = signal.signal(sig, self._on_signal)
+                if previous is not None and previous is _pending["handler"]:
+                    previous = _pending["replaced"].get(sig)  # what the start-up catcher replaced
+                self._previous[sig] = previous
         except ValueError:
             # Not in the main thread: signals cannot be caught here; nothing to install.
             self._previous.clear()

@@ -9,8 +9,9 @@ the ``forward`` arguments (``input_ids``, ``attention_mask``, ...) and its outpu
 
 Shapes are fixed: OneFlow records every reshape with concrete sizes, so the file takes inputs of
 the example's shape only (serve with a fixed batch and pad to a fixed length, masking the
-padding; export once per shape you need). Export runs on one process with local tensors: load
-the model without tensor or pipeline parallelism first. See docs/onnx_export.md.
+padding; export once per shape you need). Export runs on one process: load the model without
+tensor or pipeline parallelism first; it traces a local-tensor view of the model, which keeps
+its own global tensors. See docs/onnx_export.md.
 """
 import inspect
 import os
@@ -24,6 +25,7 @@ import oneflow as flow
 from oneflow import nn
 
 from libai.layers.embedding import VocabEmbedding
+from libai.layers.utils import local_tensors
 from libai.models.utils.onnx_ops import MAX_OPSET, MIN_OPSET, REQUIREMENT, load_converter
 
 __all__ = [
@@ -107,17 +109,20 @@ def _named_inputs(model: nn.Module, example_inputs: Inputs) -> Dict[str, flow.Te
         if not isinstance(tensor, flow.Tensor):
             raise TypeError(f"example input {name!r} is a {type(tensor).__name__}; give oneflow tensors")
         if tensor.is_global:
-            raise ValueError(f"example input {name!r} is a global tensor; export takes local tensors")
+            if tensor.placement.ranks.size != 1:
+                raise ValueError(f"example input {name!r} is spread over several ranks; export runs in "
+                                 "one process: give local tensors")
+            named[name] = tensor.to_local()  # one process: the full value
     return named
 
 
-def _check_local(model: nn.Module) -> None:
-    glob = [name for name, p in model.named_parameters() if p.is_global]
-    if glob:
+def _check_one_process(model: nn.Module) -> None:
+    spread = [name for name, p in model.named_parameters() if p.is_global and p.placement.ranks.size != 1]
+    if spread:
         raise ValueError(
-            f"the model's parameters are global tensors (e.g. {glob[0]}): ONNX export needs a "
-            "one-process model; build or load it in a single process without tensor or pipeline "
-            "parallelism (e.g. from_pretrained, or a checkpoint loaded with train.dist at 1)"
+            f"the model's parameters are spread over several ranks (e.g. {spread[0]}): ONNX export "
+            "needs a one-process model; build or load it in a single process without tensor or "
+            "pipeline parallelism (e.g. from_pretrained, or a checkpoint loaded with train.dist at 1)"
         )
 
 
@@ -151,27 +156,19 @@ def export_onnx(
         raise ValueError(f"opset={opset}; oneflow-onnx 0.6.2 exports libai models at opsets "
                          f"{MIN_OPSET} to {MAX_OPSET}")
     export = load_converter()
-    _check_local(model)
+    _check_one_process(model)
     named = _named_inputs(model, example_inputs)
     names = tuple(named)
     was_training = model.training
     model.eval()
-    try:
-        with flow.no_grad():
-            expected = _select_output(model(**named), output_key).numpy()
-        graph = _OneOutput(model, names, output_key)
-        graph(*named.values())  # compile on the example shapes
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
-            weights = os.path.join(work, "weights")
-            flow.save(graph.state_dict(), weights)
-            raw = os.path.join(work, "converted.onnx")
-            export(graph, weights, raw, opset=opset)
-            _finish(raw, path, names, output_name)
-    finally:
-        model.train(was_training)
-    shapes = tuple(tuple(int(d) for d in t.shape) for t in named.values())
+    # OneFlow's converter reads a graph of local tensors: trace a local view of the model
+    # (the user's model keeps its global tensors; see libai.layers.utils.local_tensors)
+    with local_tensors(model):
+        try:
+            expected, shapes = _convert(model, named, names, output_key, path, export, opset,
+                                        output_name)
+        finally:
+            model.train(was_training)
     diff = None
     if check:
         got = run_onnx(path, {n: t.numpy() for n, t in named.items()})
@@ -185,6 +182,26 @@ def export_onnx(
             )
     return OnnxExport(path=path, input_names=names, input_shapes=shapes,
                       output_name=output_name, opset=opset, max_abs_diff=diff)
+
+
+def _convert(model: nn.Module, named: Dict[str, flow.Tensor], names: Tuple[str, ...],
+             output_key: Optional[str], path: str, export: Any, opset: int,
+             output_name: str) -> Tuple[np.ndarray, Tuple[Tuple[int, ...], ...]]:
+    """Compile ``model`` on the example inputs, convert it and write ``path``; the model's
+    output on the examples and the input shapes."""
+    with flow.no_grad():
+        expected = _select_output(model(**named), output_key).numpy()
+    graph = _OneOutput(model, names, output_key)
+    graph(*named.values())  # compile on the example shapes
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
+        weights = os.path.join(work, "weights")
+        flow.save(graph.state_dict(), weights)
+        raw = os.path.join(work, "converted.onnx")
+        export(graph, weights, raw, opset=opset)
+        _finish(raw, path, names, output_name)
+    return expected, tuple(tuple(int(d) for d in t.shape) for t in named.values())
 
 
 _GRAPH_INPUT = re.compile(r"input\.0\.(\d+)_")

@@ -135,5 +135,20 @@ def test_bad_arguments(corpus, tmp_path):
         GPT2Dataset(max_seq_length=8)
     with pytest.raises(ValueError, match="split 'test' .* is empty"):
         GPT2Dataset(data_prefix=corpus.doc_prefix, split="test", splits_string="1,1,0", cache_dir=str(tmp_path))
-    with pytest.raises(ValueError, match="fewer than one sample"):
-        GPT2Dataset(data_prefix=corpus.doc_prefix, max_seq_length=100000, cache_dir=str(tmp_path))
+
+
+def test_split_shorter_than_one_sample_repeats_its_documents(corpus, tmp_path):
+    """As in LiBai: a held-out part with fewer tokens than one sample still gives a sample,
+    read from its documents repeated (epochs) until the window is full."""
+    ratios = f"{len(corpus.docs) - 2},1,1"  # a one-document test part
+    start, end = split_documents(ratios, "test", len(corpus.docs))
+    tokens = sum(len(corpus.doc_tokens(d)) for d in range(start, end))
+    seq = tokens + 5  # longer than the whole split
+    ds = GPT2Dataset(data_prefix=corpus.doc_prefix, split="test", splits_string=ratios,
+                     max_seq_length=seq, cache_dir=str(tmp_path))
+    assert len(ds) == 1
+    stream = _stream(corpus, ds.doc_idx)
+    assert len(ds.doc_idx) == 2 * (end - start)  # two passes over the split fill seq + 1 tokens
+    np.testing.assert_array_equal(ds.tokens(0), stream[: seq + 1])
+    sample = ds[0]
+    assert tuple(sample.input_ids.tensor.shape) == (seq,)

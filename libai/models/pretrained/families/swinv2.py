@@ -35,7 +35,7 @@ class SwinV2Mapping(SwinMapping):
     def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
         e = "swinv2.embeddings"
         rules = [
-            *linear("patch_embed", f"{e}.patch_embeddings.projection"),
+            *linear("patch_embed.proj", f"{e}.patch_embeddings.projection"),
             *norm("patch_embed.norm", f"{e}.norm"),
             *norm("norm", "swinv2.layernorm"),
             *linear("head", "classifier"),

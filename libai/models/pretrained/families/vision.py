@@ -58,7 +58,7 @@ class ViTMapping(FamilyMapping):
         rules = [
             same("cls_token", f"{e}.cls_token"),
             same("pos_embed", f"{e}.position_embeddings"),
-            *linear("patch_embed", f"{e}.patch_embeddings.projection"),
+            *linear("patch_embed.proj", f"{e}.patch_embeddings.projection"),
             *norm("norm", "vit.layernorm"),
             *linear("head", "classifier"),
         ]
@@ -81,7 +81,7 @@ class ViTMapping(FamilyMapping):
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         first = model.blocks[0]
         pe = model.patch_embed
-        hidden = int(pe.weight.shape[0])
+        hidden = int(pe.proj.weight.shape[0])
         classes = int(model.head.weight.shape[0])
         cfg = dict(base)
         cfg.update(
@@ -129,7 +129,7 @@ class SwinMapping(FamilyMapping):
     def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
         e = "swin.embeddings"
         rules = [
-            *linear("patch_embed", f"{e}.patch_embeddings.projection"),
+            *linear("patch_embed.proj", f"{e}.patch_embeddings.projection"),
             *norm("patch_embed.norm", f"{e}.norm"),
             *norm("norm", "swin.layernorm"),
             *linear("head", "classifier"),
@@ -160,7 +160,7 @@ class SwinMapping(FamilyMapping):
         pe = model.patch_embed
         stages = list(model.layers)
         first = stages[0].blocks[0]
-        embed = int(pe.weight.shape[0])
+        embed = int(pe.proj.weight.shape[0])
         classes = int(model.head.weight.shape[0])
         depths = [len(st.blocks) for st in stages]
         cfg = dict(base)

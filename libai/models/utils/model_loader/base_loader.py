@@ -89,7 +89,10 @@ class ModelLoaderHuggerFace(ModelLoader):
 
 
 class ModelLoaderLiBai(ModelLoader):
-    """Load weights saved by libai (a checkpoint or a ``flow.save`` state-dict directory)."""
+    """Load OneFlow weights: a checkpoint written by libai or by upstream LiBai's
+    ``Checkpointer`` (its directory, or the ``model`` part inside it, which is what LiBai's
+    loader takes), or any ``flow.save`` state-dict directory. LiBai's parameter names and a
+    missing or extra head prefix (``GPT_model.``...) are mapped onto the model's names."""
 
     def load(self) -> Union[nn.Module, Tuple[nn.Module, Dict]]:
         from libai.utils.checkpoint import Checkpointer
@@ -98,8 +101,11 @@ class ModelLoaderLiBai(ModelLoader):
         args = _merge(self.libai_cfg or {}, self.kwargs)
         with api._some_layout():
             model = cls(**_known(cls, args)) if isinstance(self.model, type) else instantiate(self.model)
-        Checkpointer(model).load_weights_only(self.pretrained_model_path)
-        return self._result(model, LoadReport())
+        checkpointer = Checkpointer(model)
+        checkpointer.load_weights_only(self.pretrained_model_path)
+        done = checkpointer.last_load_report
+        return self._result(model, LoadReport(missing=list(done.missing_keys),
+                                              unexpected=list(done.unexpected_keys)))
 
 
 def _load_state_dict_into_model(

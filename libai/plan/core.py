@@ -1,0 +1,332 @@
+"""``libai.plan(cfg, ...)``: validate a run and plan its placement, memory and time.
+
+Nothing here trains, draws weights or starts OneFlow's multi-process runtime: the model is built
+with zero-storage stand-ins (:mod:`libai.plan.shapes`) in one process, and every layout is
+arithmetic over its shapes.
+"""
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from libai.plan import config_checks, data_checks, layout_checks
+from libai.plan.advice import advise
+from libai.plan.costs import LayerCost, layer_costs
+from libai.plan.hardware import DEFAULT_DEVICE, Device, device_preset, parse_bytes, parse_rate
+from libai.plan.memory import StageMemory, memory_plan
+from libai.plan.placement import ParamGroup, parameter_groups
+from libai.plan.problems import PlanProblems, Problem
+from libai.plan.run_shape import RunShape, optimizer_slots
+from libai.plan.shapes import ModelShape, build_model_shape
+from libai.plan.timing import TimePlan, time_plan
+
+__all__ = ["Plan", "plan", "device_from_options", "MEMORY_HEADROOM"]
+
+#: Share of a device's memory a plan may use: the rest is for the framework (CUDA context,
+#: kernels' workspaces) and the allocator's fragmentation.
+MEMORY_HEADROOM = 0.95
+
+
+@dataclass
+class Plan:
+    """The result of :func:`plan`: problems, placement, memory per stage, time per step."""
+
+    problems: List[Problem]
+    world_size: int
+    nodes: Optional[int] = None
+    devices_per_node: Optional[int] = None
+    device: Optional[Device] = None
+    run: Optional[RunShape] = None
+    model: Optional[ModelShape] = None
+    costs: List[LayerCost] = field(default_factory=list)
+    groups: List[ParamGroup] = field(default_factory=list)
+    memory: List[StageMemory] = field(default_factory=list)
+    time: Optional[TimePlan] = None
+    iters_per_epoch: Optional[int] = None
+    max_iter: Optional[int] = None
+    tied_embedding_bytes: float = 0.0
+    advice: List[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> List[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        """No errors (warnings allowed) and every rank fits when a device memory was given."""
+        return not self.errors
+
+    @property
+    def peak_bytes(self) -> float:
+        return max((m.total for m in self.memory), default=0.0)
+
+    @property
+    def fits(self) -> Optional[bool]:
+        if not self.memory or self.device is None:
+            return None
+        return self.peak_bytes <= self.device.memory * MEMORY_HEADROOM
+
+    def check(self) -> "Plan":
+        """Raise :class:`PlanProblems` listing every problem if there is an error."""
+        if self.errors:
+            raise PlanProblems(self.problems)
+        return self
+
+    def as_dict(self) -> Dict[str, Any]:
+        """Plain numbers, for JSON and for comparing the CLI with the API."""
+        return {
+            "world_size": self.world_size,
+            "problems": [str(p) for p in self.problems],
+            "layout": None if self.run is None else self.run.describe(),
+            "num_params": None if self.model is None else self.model.num_params,
+            "memory": [m.as_dict() for m in self.memory],
+            "time": None if self.time is None else self.time.as_dict(),
+            "fits": self.fits,
+            "iters_per_epoch": self.iters_per_epoch,
+        }
+
+    def format(self) -> str:
+        from libai.plan.report import format_plan
+
+        return format_plan(self)
+
+
+def device_from_options(device: Optional[str] = None, device_memory: Any = None, device_flops: Any = None,
+                        link_bandwidth: Any = None, inter_node_bandwidth: Any = None) -> Device:
+    """A device preset with the given figures overriding it (strings like ``"80GiB"`` accepted)."""
+    base = device_preset(device or DEFAULT_DEVICE)
+    return base.with_overrides(
+        memory=None if device_memory is None else parse_bytes(device_memory),
+        flops=None if device_flops is None else parse_rate(device_flops, "flops"),
+        link_bandwidth=None if link_bandwidth is None else parse_rate(link_bandwidth, "bytes"),
+        inter_node_bandwidth=None if inter_node_bandwidth is None else parse_rate(inter_node_bandwidth, "bytes"),
+    )
+
+
+def _world(cfg: Any, world_size: Optional[int], nodes: Optional[int], per_node: Optional[int]) -> int:
+    if world_size is not None:
+        return int(world_size)
+    if nodes is not None and per_node is not None:
+        return int(nodes) * int(per_node)
+    if os.environ.get("WORLD_SIZE"):
+        return int(os.environ["WORLD_SIZE"])
+    d = cfg.train.dist
+    return int(d.get("data_parallel_size") or 1) * int(d.get("tensor_parallel_size") or 1) * int(
+        d.get("pipeline_parallel_size") or 1)
+
+
+def tokens_per_sample(cfg: Any, facts: data_checks.DataFacts, shape: Optional[ModelShape]) -> int:
+    """Tokens each sample feeds the attention: from the data when it was read, else from the
+    model config (``max_seq_length``/``max_position_embeddings``; patches for vision models)."""
+    if facts.seq_length:
+        return int(facts.seq_length)
+    return _tokens_of_model_node(cfg.model, shape)
+
+
+def _tokens_of_model_node(model: Any, shape: Optional[ModelShape]) -> int:
+    node = model.get("cfg", None) or model
+    for key in ("max_seq_length", "max_position_embeddings", "n_positions"):
+        if hasattr(node, "get") and node.get(key):
+            return int(node.get(key))
+    inner = model.get("model", None)  # wrappers such as lora_model(model=...)
+    if inner is not None and hasattr(inner, "get"):
+        return _tokens_of_model_node(inner, shape)
+    img, patch = model.get("img_size", None), model.get("patch_size", None)
+    if img and patch:
+        img = img[0] if isinstance(img, (list, tuple)) else img
+        cls = shape is not None and any("cls_token" in p.name for p in shape.params)
+        return int(img // patch) ** 2 + (1 if cls else 0)
+    return 1
+
+
+def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = None,
+         devices_per_node: Optional[int] = None, device: Optional[str] = None,
+         device_memory: Any = None, device_flops: Any = None, link_bandwidth: Any = None,
+         inter_node_bandwidth: Any = None, check_data: bool = True,
+         overrides: Sequence[str] = ()) -> Plan:
+    """Validate ``cfg`` and plan its run on ``world_size`` devices (or ``nodes`` ×
+    ``devices_per_node``; default: the sizes in ``cfg.train.dist``).
+
+    Returns a :class:`Plan` even when there are problems (``plan.ok`` is False, ``plan.check()``
+    raises :class:`PlanProblems` listing all of them). ``cfg`` is not changed. Device figures
+    come from a preset (``device="a100"`` by default, see :mod:`libai.plan.hardware`) with any
+    of ``device_memory``/``device_flops``/``link_bandwidth`` overriding it.
+    """
+    from libai.config import LazyConfig
+
+    cfg, problems = config_checks.complete(copy.deepcopy(cfg))  # defaults first, as the trainer
+    if overrides:
+        try:
+            cfg = LazyConfig.apply_overrides(cfg, list(overrides))
+        except Exception as exc:  # noqa: BLE001 - a bad override is one more problem
+            problems.append(Problem("overrides", str(exc).strip()))
+    dev = device_from_options(device, device_memory, device_flops, link_bandwidth, inter_node_bandwidth)
+    if any(p.key in ("train", "model") and "defines no" in p.message for p in problems):
+        return Plan(problems, world_size=int(world_size or 1), device=dev)
+    world = _world(cfg, world_size, nodes, devices_per_node)
+    per_node = int(devices_per_node) if devices_per_node else min(world, 8)
+    result = Plan(problems, world, nodes, per_node, dev)
+    problems += config_checks.check_world(world, nodes, devices_per_node)
+    problems += config_checks.check_unknown_keys(cfg)
+    dist = cfg.train.dist
+    tp = int(dist.get("tensor_parallel_size") or 1)
+    pp = int(dist.get("pipeline_parallel_size") or 1)
+    dp, found = config_checks.resolve_dp(dist, world)
+    problems += found
+    batch, found = config_checks.check_batch(cfg.train, dp or 1)
+    problems += found
+    tokenizer, found = data_checks.build_tokenizer_for_plan(cfg, tp)
+    problems += found
+    shape = _build_shape(cfg, problems)
+    problems += config_checks.check_evaluation(cfg)
+    if shape is None:
+        return result
+    result.model = shape
+    problems += layout_checks.check_tensor_parallel(shape, tp)
+    num_layers, found = layout_checks.check_pipeline(dist, shape, pp)
+    problems += found
+    facts = data_checks.DataFacts()
+    if check_data:
+        facts, found = data_checks.check_data(cfg, tokenizer, _model_class(cfg, shape), _limits(cfg, shape))
+        problems += found
+    problems += _check_iterations(cfg, facts, batch, result)
+    if dp is None or batch is None or num_layers is None:
+        return result
+    stages, found = layout_checks.stages_for(dist, num_layers, dp, tp, pp)
+    problems += found
+    if stages is None:
+        return result
+    run = RunShape(
+        dp=dp, tp=tp, pp=pp, micro_batch=batch[0], accumulation=batch[1],
+        seq=tokens_per_sample(cfg, facts, shape), stage_of_layer=stages,
+        amp=bool(cfg.train.amp.enabled), checkpointing=bool(cfg.train.activation_checkpoint.enabled),
+        zero_stage=int(cfg.train.zero_optimization.stage) if cfg.train.zero_optimization.enabled else 0,
+        optimizer_slots=optimizer_slots(cfg.optim), graph=bool(cfg.graph.get("enabled", False)),
+        devices_per_node=per_node,
+        fusion_buffer_bytes=float(cfg.train.get("nccl_fusion_threshold_mb") or 16) * 2 ** 20,
+    )
+    composite = dist.get("device_type") == "cpu" or dev.name == "CPU"
+    _mark_padding_masks(shape, _model_class(cfg, shape))
+    _fill(result, shape, run, num_layers, composite)
+    return result
+
+
+def _mark_padding_masks(shape: ModelShape, model_cls: Any) -> None:
+    """Attention that is not causal is masked when the model's ``forward`` takes a mask."""
+    names, _, _ = data_checks.forward_arguments(model_cls)
+    takes_mask = any("mask" in n and "loss" not in n for n in names)
+    for m in shape.of_kind("attention"):
+        m.dims["masked"] = bool(m.dims.get("causal")) or takes_mask
+
+
+def _fill(result: Plan, shape: ModelShape, run: RunShape, num_layers: int, composite: bool) -> None:
+    """Costs, placement, memory, time and (when a rank does not fit) advice of ``run``."""
+    result.run = run
+    result.costs = layer_costs(shape, num_layers, composite)
+    result.tied_embedding_bytes = shape.tied_embedding_bytes
+    result.groups = parameter_groups(shape.params, run)
+    result.memory = memory_plan(result.costs, run, shape.buffer_bytes, result.tied_embedding_bytes)
+    result.time = time_plan(result.costs, run, result.device)
+    if result.fits is False:
+        result.advice = advise(result.costs, run, result.device, shape.buffer_bytes,
+                               result.tied_embedding_bytes, MEMORY_HEADROOM)
+
+
+def _build_shape(cfg: Any, problems: List[Problem]) -> Optional[ModelShape]:
+    node, files = _without_weight_files(cfg.model)
+    for key, path in files:
+        if path and not os.path.exists(str(path)):
+            problems.append(Problem(key, f"{path} does not exist; the run loads weights from it "
+                                         "(fine for a plan made away from the files)", "warning"))
+    try:
+        return build_model_shape(node)
+    except Exception as exc:  # noqa: BLE001 - reported as a problem of the plan
+        text = str(exc).strip().splitlines()
+        problems.append(Problem("model", f"building the model failed: {type(exc).__name__}: "
+                                         f"{' '.join(text[-2:]) if text else ''}"))
+        return None
+
+
+_WEIGHT_KEYS = ("base_weights", "adapter", "pretrained_model_path", "load_weight", "checkpoint")
+
+
+def _without_weight_files(node: Any):
+    """A copy of the model node without weight files to load (the plan never loads weights),
+    and the ``(key, path)`` pairs removed."""
+    node = copy.deepcopy(node)
+    found = []
+
+    def walk(n: Any, path: str) -> None:
+        if not hasattr(n, "keys"):
+            return
+        for key in list(n.keys()):
+            if key in _WEIGHT_KEYS and isinstance(n[key], str) and n[key]:
+                found.append((f"{path}.{key}", n[key]))
+                n[key] = None
+            else:
+                walk(n[key], f"{path}.{key}")
+
+    walk(node, "model")
+    return node, found
+
+
+def _model_class(cfg: Any, shape: ModelShape) -> Any:
+    from libai.config.targets import locate
+
+    node = cfg.model
+    while hasattr(node, "get") and node.get("model", None) is not None and hasattr(node.get("model"), "get"):
+        node = node.get("model")
+    target = node.get("_target_")
+    cls = locate(target) if isinstance(target, str) else target
+    return cls if hasattr(cls, "forward") else type(shape.model_class, (), {"forward": lambda self, **kw: None})
+
+
+def _limits(cfg: Any, shape: ModelShape) -> Dict[str, int]:
+    limits: Dict[str, int] = {}
+    emb = shape.of_kind("embedding")
+    if emb:
+        limits["vocab_size"] = int(emb[0].dims["vocab"])
+    node = cfg.model.get("cfg", None) or cfg.model
+    for key in ("max_seq_length", "max_position_embeddings"):
+        if hasattr(node, "get") and node.get(key):
+            limits["max_positions"] = int(node.get(key))
+            break
+    for key in ("num_classes", "num_labels"):
+        value = node.get(key, None) if hasattr(node, "get") else None
+        if value:
+            limits["num_classes"] = int(value)
+    img = cfg.model.get("img_size", None) if hasattr(cfg.model, "get") else None
+    if isinstance(img, int):
+        limits["img_size"] = img
+    return limits
+
+
+def _check_iterations(cfg: Any, facts: data_checks.DataFacts, batch: Any, result: Plan) -> List[Problem]:
+    train = cfg.train
+    if batch is None:
+        return []
+    glob = batch[2]
+    if facts.train_size is not None:
+        result.iters_per_epoch = facts.train_size // glob
+    epochs = int(train.get("train_epoch") or 0)
+    candidates = [int(train.get("train_iter") or 0)]
+    problems = []
+    if epochs:
+        if result.iters_per_epoch is None:
+            problems.append(Problem("train.train_epoch", (
+                "counting iterations by epochs needs the training set's size, which the plan could "
+                "not read; the run computes it from the data"), "warning"))
+        elif result.iters_per_epoch == 0:
+            problems.append(Problem("train.train_epoch", (
+                f"the training set has {facts.train_size} samples, fewer than one global batch "
+                f"({glob}); lower the batch size or use more data")))
+        else:
+            candidates.append(epochs * result.iters_per_epoch)
+    if train.get("train_samples"):
+        candidates.append(-(-int(train.train_samples) // glob))
+    result.max_iter = max(candidates)
+    unknown_epochs = bool(epochs) and result.iters_per_epoch is None
+    if result.max_iter < 1 and not unknown_epochs:
+        problems.append(Problem("train.train_iter", "nothing to train: set train.train_iter, "
+                                                    "train.train_epoch or train.train_samples"))
+    return problems

@@ -1,0 +1,174 @@
+"""Per-layer costs: parameters, activation coefficients and FLOPs of each ``layer_idx``.
+
+The memory and time plans of any layout are sums of these over the layers of a stage, so the
+model is read once and a layout search only adds numbers.
+
+Activations are the tensors OneFlow's autograd keeps for the backward pass of libai's layers
+(composite CPU/GPU-agnostic ops; the fused CUDA kernels keep slightly less), per token:
+
+- attention: the input of the projection (replicated over tensor parallelism), the q/k/v
+  projections and the context fed to the output projection (split over heads), the softmax
+  output per query/key pair and head (plus dropout's output and 1-byte mask when attention
+  dropout is on), the output dropout's 1-byte mask;
+- MLP: its input, the activation's input and the second projection's input (split), twice that
+  for a gated MLP (both branches and their product), the dropout mask;
+- each norm: its input (the composite norm of non-CUDA devices also ``x - mean``); embeddings:
+  the int64 ids and the dropout mask;
+- the LM head: its input, the logits (compute dtype) and the fp32 softmax the cross entropy
+  keeps, and during backward one fp32 gradient of the logits (a transient);
+- any other libai ``Linear``: its input.
+
+Where the layers fall back to composite ops (any device but CUDA: ``libai.layers`` picks fused
+kernels on CUDA only), OneFlow 0.9 keeps more, measured module by module on the CPU: batched
+matmuls keep contiguous copies of their permuted q/k/v inputs and ``masked_fill`` keeps 1.6
+bytes per attention score.
+
+Each term is a number of elements per token (``*_e``, in the compute dtype: 4 bytes, 2 with
+AMP), of bytes per token (``*_1``: masks, ids), or of elements per token and key (``score_*``:
+attention matrices). "rep" terms are replicated over the tensor-parallel ranks, "split" terms
+are divided among them.
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from libai.plan.shapes import ModelShape, ModuleInfo
+
+__all__ = ["Activation", "LayerCost", "layer_costs"]
+
+
+@dataclass
+class Activation:
+    """Activation coefficients (see the module docstring)."""
+
+    rep_e: float = 0.0
+    split_e: float = 0.0
+    rep_1: float = 0.0
+    split_1: float = 0.0
+    split_4: float = 0.0
+    score_e: float = 0.0
+    score_1: float = 0.0
+
+    def bytes(self, batch: int, seq: int, elem: int, tp: int) -> float:
+        """Bytes one tensor-parallel rank keeps for ``batch`` samples of ``seq`` tokens."""
+        per_token = (elem * (self.rep_e + self.split_e / tp) + self.rep_1 + self.split_1 / tp
+                     + 4 * self.split_4 / tp)
+        scores = (elem * self.score_e + self.score_1) / tp
+        return batch * seq * per_token + batch * seq * seq * scores
+
+    def add(self, other: "Activation") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class LayerCost:
+    """What layer index ``layer`` costs (``block``: inside a transformer block, which activation
+    checkpointing recomputes; ``other``: embeddings, heads, norms outside blocks)."""
+
+    layer: int
+    param_rep: float = 0.0  # bytes of parameters replicated over tensor parallelism
+    param_split: float = 0.0  # bytes of parameters split over it (logical total)
+    train_rep: float = 0.0  # bytes of trainable parameters (replicated / split)
+    train_split: float = 0.0
+    block: Activation = field(default_factory=Activation)
+    other: Activation = field(default_factory=Activation)
+    block_hidden: int = 0  # a checkpointed block keeps only its input: hidden elements per token
+    num_blocks: int = 0
+    flops_rep: float = 0.0  # forward FLOPs per token, replicated matmuls
+    flops_split: float = 0.0  # forward FLOPs per token, tensor-parallel matmuls
+    block_flops_rep: float = 0.0  # the part of the three above inside blocks (recomputed)
+    block_flops_split: float = 0.0
+    block_flops_score: float = 0.0
+    flops_head: float = 0.0  # forward FLOPs per token of the LM head (never recomputed), split
+    flops_score: float = 0.0  # forward FLOPs per token and key (attention), split
+    logits_transient: float = 0.0  # fp32 elements per token of the logits' gradient, split
+    tp_allreduce_e: float = 0.0  # elements per token all-reduced over tensor parallelism (fwd)
+
+
+def _attention(d: Dict, composite: bool) -> Activation:
+    a, kv, hd, h = d["heads"], d["kv_heads"], d["head_size"], d["hidden"]
+    dropout = d["attn_dropout"] > 0
+    act = Activation(
+        rep_e=h * (2 if d["cross"] else 1),
+        split_e=(a + 2 * kv) * hd + a * hd,
+        rep_1=h if d["out_dropout"] > 0 else 0.0,
+        score_e=a * (2 if dropout else 1),
+        score_1=a if dropout else 0.0,
+    )
+    if composite:
+        # measured on OneFlow 0.9 (CPU): the batched matmuls keep contiguous copies of their
+        # permuted inputs (q·kᵀ: the whole projection, p·v: the values), and masked_fill keeps
+        # 1.6 bytes per score
+        act.split_e += (a + 2 * kv) * hd + kv * hd
+        act.score_1 += 1.6 * a if d.get("masked", True) else 0.0
+    return act
+
+
+def _mlp(d: Dict) -> Activation:
+    h, f = d["hidden"], d["ffn"]
+    return Activation(rep_e=h, split_e=f * (4 if d["gated"] else 2),
+                      rep_1=h if d["dropout"] > 0 else 0.0)
+
+
+def _within(name: str, prefixes: List[str]) -> bool:
+    return any(name.startswith(p + ".") for p in prefixes)
+
+
+def layer_costs(shape: ModelShape, num_layers: int, composite: bool = False) -> List[LayerCost]:
+    """One :class:`LayerCost` per layer index ``0 .. num_layers-1`` (index ``-k`` counts from
+    the end, as the layout does). ``composite``: the layers run their composite (non-CUDA)
+    ops, which keep more (see the module docstring)."""
+    costs = [LayerCost(i) for i in range(num_layers)]
+
+    def at(idx: int) -> LayerCost:
+        return costs[idx % num_layers] if -num_layers <= idx < num_layers else costs[-1]
+
+    for p in shape.params:
+        c = at(p.layer_idx)
+        if p.split_axis is None:
+            c.param_rep += p.numel * p.itemsize
+            c.train_rep += p.numel * p.itemsize if p.trainable else 0
+        else:
+            c.param_split += p.numel * p.itemsize
+            c.train_split += p.numel * p.itemsize if p.trainable else 0
+    blocks = [m.name for m in shape.of_kind("block")]
+    for m in shape.of_kind("block"):
+        at(m.layer_idx).num_blocks += 1
+        at(m.layer_idx).block_hidden += m.dims["hidden"]
+    inner = [m.name for m in shape.modules if m.kind in ("attention", "mlp", "logits")]
+    for m in shape.modules:
+        _add_module(at(m.layer_idx), m, _within(m.name, blocks), _within(m.name, inner), composite)
+    return costs
+
+
+def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, composite: bool) -> None:
+    act = c.block if in_block else c.other
+    d = m.dims
+    if m.kind == "attention":
+        act.add(_attention(d, composite))
+        c.flops_score += 4 * d["heads"] * d["head_size"]
+        c.block_flops_score += 4 * d["heads"] * d["head_size"] if in_block else 0
+        c.tp_allreduce_e += d["hidden"]
+    elif m.kind == "mlp":
+        act.add(_mlp(d))
+        c.tp_allreduce_e += d["hidden"]
+    elif m.kind == "norm":  # the composite layer norm also keeps x - mean
+        act.add(Activation(rep_e=d["dim"] * (2 if composite else 1)))
+    elif m.kind == "embedding":
+        act.add(Activation(rep_1=8 + 1 * d["hidden"]))
+        c.tp_allreduce_e += d["hidden"]
+    elif m.kind == "logits":
+        act.add(Activation(rep_e=d["hidden"], split_e=d["vocab"], split_4=d["vocab"]))
+        c.logits_transient += d["vocab"]
+        c.flops_head += 2 * d["vocab"] * d["hidden"]
+    elif m.kind == "linear":
+        flops = 2 * d["inp"] * d["out"]
+        if d["parallel"] == "data":
+            c.flops_rep += flops
+            c.block_flops_rep += flops if in_block else 0
+        else:
+            c.flops_split += flops
+            c.block_flops_split += flops if in_block else 0
+        if not in_inner:
+            act.add(Activation(rep_e=d["inp"]) if d["parallel"] != "row" else Activation(split_e=d["inp"]))
+

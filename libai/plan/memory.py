@@ -1,0 +1,106 @@
+"""The memory plan of one rank: model states, activations, buffers, and whether it fits.
+
+Ranks of one pipeline stage hold the same amounts (tensor-parallel shards are even), so the
+plan is computed per stage. Rules, per rank of stage ``s``:
+
+- parameters: replicated bytes + split bytes / TP of the layers on ``s`` (ZeRO-3: / DP);
+- gradients: the trainable parameters' bytes (ZeRO-2 and up: / DP);
+- optimizer state: slots × trainable bytes (ZeRO-1 and up: / DP);
+- activations: one micro-batch's (``libai.plan.costs``) × the micro-batches in flight; with
+  activation checkpointing a block keeps only its input, plus one block recomputed at a time;
+- transient: the fp32 gradient of the logits on the stage of the LM head;
+- AMP: a 2-byte copy of every local parameter (the casts the matmuls read);
+- communication: the gradient all-reduce fusion buffer (twice) under DP, the send/receive
+  buffers of one micro-batch's boundary activation under PP, and the copy of a tied word
+  embedding (and its gradient) on the last stage when it lives on the first;
+- registered buffers (masks, tables) on the first stage.
+"""
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Sequence
+
+from libai.plan.costs import Activation, LayerCost
+from libai.plan.run_shape import RunShape
+
+__all__ = ["StageMemory", "stage_memory", "memory_plan"]
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """Bytes one rank of ``stage`` needs (see the module docstring for each line)."""
+
+    stage: int
+    parameters: float
+    gradients: float
+    optimizer: float
+    activations_per_micro_batch: float
+    micro_batches_in_flight: int
+    activations: float
+    transient: float
+    amp_copies: float
+    communication: float
+    buffers: float
+
+    @property
+    def model_states(self) -> float:
+        return self.parameters + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return (self.model_states + self.activations + self.transient + self.amp_copies
+                + self.communication + self.buffers)
+
+    def as_dict(self) -> Dict[str, float]:
+        out = asdict(self)
+        out["total"] = self.total
+        return out
+
+
+def _sum(acts: Sequence[Activation]) -> Activation:
+    total = Activation()
+    for a in acts:
+        total.add(a)
+    return total
+
+
+def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_bytes: float = 0.0,
+                 tied_embedding_bytes: float = 0.0) -> StageMemory:
+    """The memory of one rank of ``stage`` (module docstring)."""
+    layers = [costs[i] for i in run.layers_of_stage(stage)]
+    tp, dp, b, s, e = run.tp, run.dp, run.micro_batch, run.seq, run.elem
+    zero = run.zero_stage if dp > 1 else 0
+    params = sum(c.param_rep + c.param_split / tp for c in layers)
+    trainable = sum(c.train_rep + c.train_split / tp for c in layers)
+    grads = trainable / (dp if zero >= 2 else 1)
+    optim = run.optimizer_slots * trainable / (dp if zero >= 1 else 1)
+    if zero >= 3:
+        params /= dp
+    other = _sum([c.other for c in layers]).bytes(b, s, e, tp)
+    if run.checkpointing:
+        kept = sum(b * s * e * c.block_hidden for c in layers)
+        one_block = max([c.block.bytes(b, s, e, tp) / max(c.num_blocks, 1) for c in layers] + [0.0])
+        per_micro = other + kept
+        recompute = one_block
+    else:
+        per_micro = other + _sum([c.block for c in layers]).bytes(b, s, e, tp)
+        recompute = 0.0
+    in_flight = run.in_flight(stage)
+    transient = sum(4.0 * b * s * c.logits_transient / tp for c in layers) + recompute
+    comm = 2 * run.fusion_buffer_bytes if dp > 1 else 0.0
+    if run.pp > 1:
+        hidden = max([c.block_hidden // max(c.num_blocks, 1) for c in costs] + [0])
+        comm += 2 * b * s * hidden * e
+        if stage == run.pp - 1 and tied_embedding_bytes:
+            comm += 2 * tied_embedding_bytes / tp
+    amp = 2.0 * sum(c.param_rep + c.param_split / tp for c in layers) / 4 if run.amp else 0.0
+    return StageMemory(
+        stage=stage, parameters=params, gradients=grads, optimizer=optim,
+        activations_per_micro_batch=per_micro, micro_batches_in_flight=in_flight,
+        activations=per_micro * in_flight, transient=transient, amp_copies=amp,
+        communication=comm, buffers=buffer_bytes if stage == 0 else 0.0,
+    )
+
+
+def memory_plan(costs: Sequence[LayerCost], run: RunShape, buffer_bytes: float = 0.0,
+                tied_embedding_bytes: float = 0.0) -> List[StageMemory]:
+    """:func:`stage_memory` of every stage."""
+    return [stage_memory(costs, run, s, buffer_bytes, tied_embedding_bytes) for s in range(run.pp)]
