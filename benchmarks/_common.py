@@ -233,7 +233,10 @@ def make_steady_state_timer(warmup: int, iters: int, clock: Callable[[], float] 
             self._t0 = self._start = self._start_cpu = 0.0
 
         def _wait(self) -> float:
-            self.trainer.storage.history("total_loss").latest()
+            # All queued work, not just the loss: the backward and the update come after it.
+            from libai.engine.hooks.iteration_timer import wait_for_queued_work
+
+            wait_for_queued_work()
             return clock()
 
         def before_train(self) -> None:

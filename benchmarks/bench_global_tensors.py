@@ -60,6 +60,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help="OMP_NUM_THREADS of each child process (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated subset of: eager, graph (default: both)")
+    parser.add_argument("--small", action="store_true",
+                        help="the tiny GPT of --quick (hidden 64, 2 layers, sequence 32) with the given "
+                        "iterations and rounds: per-op overheads weigh more in a short step")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per child (default: %(default)s)")
@@ -99,7 +102,7 @@ def child_main(args: argparse.Namespace) -> None:
         param = next(trainer.model.parameters())
         return {"parameter_is_global": bool(param.is_global)}
 
-    size = QUICK_SIZE if args.quick else GPTSize()
+    size = QUICK_SIZE if args.quick or args.small else GPTSize()
     batch = min(args.batch_size, 4) if args.quick else args.batch_size
     spec = RunSpec(size=size, global_batch=batch, warmup=args.warmup, iters=args.iters,
                    graph=(mode == "graph"))
@@ -133,6 +136,8 @@ def run_rounds(args: argparse.Namespace) -> List[Dict[str, Dict[str, Any]]]:
                              "--warmup", str(args.warmup), "--batch-size", str(args.batch_size)]
                     if args.quick:
                         child.append("--quick")
+                    if args.small:
+                        child.append("--small")
                     results[name] = run_child(child, path, f"variant {name!r}", args.threads, args.timeout)
                     print(f"  round {r + 1}/{args.repeats}: {name:<13} "
                           f"{results[name]['samples_per_s']:8.1f} samples/s", flush=True)

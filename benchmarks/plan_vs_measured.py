@@ -54,10 +54,15 @@ CASES: Dict[str, Any] = {
     "vit": ("configs/vit_imagenet.py", [
         "model.embed_dim=192", "model.depth=6", "model.num_heads=3", "model.img_size=224",
         "model.patch_size=16"], 16, None),
-    "llama": ("configs/llama_lora_finetune.py", [
+    "llama": ("configs/gpt2_pretrain.py", ["model.cfg.hidden_layers=4", "model.cfg.hidden_size=256",
+        "model.cfg.num_attention_heads=8", "model.cfg.num_key_value_heads=8", "model.cfg.intermediate_size=688",
+        "model.cfg.vocab_size=8192", "model.cfg.max_position_embeddings=256"], 8, 256),
+    "llama_lora": ("configs/llama_lora_finetune.py", [
         "model.model.cfg.hidden_layers=4", "model.model.cfg.max_position_embeddings=256",
         "model.base_weights=None"], 8, 256),
 }
+# models a recipe does not carry: the case's config takes this model node (module, function)
+MODEL_NODES = {"llama": ("configs.common.models.llama", "llama_tiny")}
 COMMON = ["train.amp.enabled=False", "train.activation_checkpoint.enabled=False", "graph.enabled=False",
           "train.num_accumulation_steps=None", "train.global_batch_size=None"]
 
@@ -73,6 +78,11 @@ def load_case(name: str, extra: List[str] = ()):
 
     path, overrides, batch, seq = CASES[name]
     cfg = LazyConfig.load(os.path.join(REPO_ROOT, path))
+    if name in MODEL_NODES:
+        import importlib
+
+        module, function = MODEL_NODES[name]
+        cfg.model = getattr(importlib.import_module(module), function)()
     return cfg, list(overrides) + COMMON + [f"train.train_micro_batch_size={batch}"] + list(extra), batch, seq
 
 
@@ -86,6 +96,8 @@ def synthetic_batch(model: Any, batch: int, seq: int, shape: Any) -> Dict[str, A
     vocab = next((m.dims["vocab"] for m in shape.of_kind("embedding")), 2)
     out: Dict[str, Any] = {}
     for name in names:
+        if name == "labels" and "images" in names:
+            continue
         if name in ("input_ids", "encoder_input_ids", "decoder_input_ids", "labels", "lm_labels") and seq:
             out[name] = flow.randint(0, vocab, (batch, seq), dtype=flow.int64)
         elif name == "tokentype_ids":

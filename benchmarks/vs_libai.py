@@ -22,7 +22,8 @@ What runs (each its own command, as a user would type it):
 
 How time is read, the same way for every engine: the parent stamps each output line with its
 own monotonic clock as it arrives; steady state is the time from the console line of iteration
-9 to that of iteration 39 (``--iters``), divided by the 30 iterations. Each engine prints that
+9 to that of iteration 29 (with ``--iters 40``), divided by the 20 iterations (the last line is
+left out: it also waits for the final checkpoint). Each engine prints that
 line after reading the iteration's loss, so both ends of the window sit at the same point of a
 step. Start-up is the time from starting the command to the line of iteration 0 in a separate
 run that logs every iteration. Peak memory is the largest resident set of any process of the
@@ -154,6 +155,7 @@ train.amp.enabled = False
 train.evaluation.enabled = False
 train.checkpointer.period = 1000000
 train.dist.pipeline_num_layers = {layers}
+train.dist.device_type = "cpu"
 graph.enabled = {graph}
 '''
 
@@ -242,8 +244,14 @@ def run(engine: Engine, config: str, nproc: int, out_dir: str, stop_at: Optional
     stamps: Dict[int, float] = {}
     overall, peak, tail = None, None, []
     assert proc.stdout is not None
-    for line in proc.stdout:
+    finished_at: Optional[float] = None
+    for line in _lines_until_exit(proc, lambda: finished_at):
+        if line is None:  # training ended but the process has not exited in 30 s
+            _kill_descendants(proc.pid)
+            continue
         now = time.monotonic() - start
+        if "Total training time" in line:
+            finished_at = time.monotonic()
         tail = (tail + [line])[-40:]
         m = ITER_LINE.search(line)
         if m and "Starting" not in line:
@@ -260,8 +268,58 @@ def run(engine: Engine, config: str, nproc: int, out_dir: str, stop_at: Optional
             os.killpg(proc.pid, 9)
             break
     code = proc.wait()
-    ok = (code == 0 or stop_at is not None) and bool(stamps)
+    ok = (code == 0 or stop_at is not None or finished_at is not None) and bool(stamps)
     return RunResult(ok, stamps, overall, peak, "".join(tail))
+
+
+def _lines_until_exit(proc: subprocess.Popen, finished_at, grace: float = 30.0):
+    """The lines of ``proc``'s output; ``None`` once, when training has ended (``finished_at()``
+    is set) and no line came for ``grace`` seconds: a process that hangs at exit (seen with
+    data-loader workers left waiting) is then ended without losing its timing lines."""
+    import selectors
+
+    fd = proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    hung_reported, pending = False, b""
+    while True:
+        if not sel.select(timeout=1.0):
+            done = finished_at()
+            if done is not None and not hung_reported and time.monotonic() - done > grace:
+                hung_reported = True
+                yield None
+            if proc.poll() is not None:
+                break
+            continue
+        chunk = os.read(fd, 1 << 16)  # raw reads: a line is stamped when it arrives
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace") + "\n"
+    if pending:
+        yield pending.decode("utf-8", "replace")
+
+
+def _kill_descendants(pid: int) -> None:
+    """SIGKILL every process below ``pid`` (not ``pid`` itself: the wrapper that reports the
+    peak memory must live to reap them)."""
+    import signal
+
+    children = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += [int(c) for c in f.read().split()]
+    except OSError:
+        return
+    for child in children:
+        _kill_descendants(child)
+        try:
+            os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def matmul_peak(python: str, env_changes: Dict[str, Optional[str]], n: int = 1024) -> Dict[str, float]:
@@ -321,6 +379,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--models", default="gpt2,bert")
     parser.add_argument("--setups", default="1-eager,1-graph,2-eager,2-graph",
                         help="process count and mode, comma-separated")
+    parser.add_argument("--bert-setups", default="1-graph",
+                        help="the setups BERT runs in (GPT-2 runs in all of --setups)")
     parser.add_argument("--engines", default="libai,LiBai,LiBai+BLAS")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up runs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "libai_vs_libai"))
@@ -344,9 +404,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     models, setups = args.models.split(","), args.setups.split(",")
     if args.quick:
         size = Size(layers=2, hidden=64, heads=4, ffn=256, seq=32, vocab=8192, micro_batch=2)
-        iters, repeats, models, setups = 12, 1, ["gpt2"], ["1-eager"]
-    first, last = 9, iters - 1
+        iters, repeats, models, setups = 14, 1, ["gpt2"], ["1-eager"]
+    # The line of the last iteration also waits for the final checkpoint (both engines save
+    # model_final before their writer runs): the window ends one log period earlier.
     log_period = 10 if not args.quick else 1
+    first, last = 9, iters - 1 - log_period
+    setups_of = {"gpt2": setups, "bert": args.bert_setups.split(",")}
     coretype = chosen_coretype()
     all_engines = [e for e in engines(ref, runner, coretype) if e.name in args.engines.split(",")]
     os.makedirs(args.scratch, exist_ok=True)
@@ -377,7 +440,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for r in range(repeats):
         order = all_engines[r % len(all_engines):] + all_engines[:r % len(all_engines)]
         for model in models:
-            for setup in setups:
+            for setup in setups_of[model]:
                 nproc, mode = int(setup.split("-")[0]), setup.split("-")[1]
                 for engine in order:
                     out = os.path.join(args.scratch, "runs", f"{engine.name}_{model}_{setup}_{r}")
@@ -426,7 +489,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         [f"{n} / libai" for n in names if n != "libai"] + ["libai GFLOP/s", "of numpy peak"]
     rows = []
     for model in models:
-        for setup in setups:
+        for setup in setups_of[model]:
             row = [model, setup]
             means = {}
             for n in names:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Export a libai model (GPT-2, BERT) to ONNX and check it with onnxruntime.
 
-    python tools/export_onnx.py --hf DIR --output model.onnx [--batch-size 1 --seq-length 128]
+    python tools/export_onnx.py --hf DIR --output model.onnx [--batch-size 1 --seq-length N (default 128, or the model's position count)]
     python tools/export_onnx.py --config-file CFG --weights DIR --output model.onnx
 
 ``--hf DIR``: a Hugging Face directory (config.json + weights); the libai class is chosen from
@@ -15,7 +15,7 @@ See docs/onnx_export.md.
 import argparse
 import os
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 # Run from a checkout without installing: make the repository importable.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,7 +42,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--weights", help="checkpoint or Hugging Face directory (with --config-file)")
     parser.add_argument("--output", required=True, help="the .onnx file to write")
     parser.add_argument("--batch-size", type=int, default=1)
-    parser.add_argument("--seq-length", type=int, default=128)
+    parser.add_argument("--seq-length", type=int, default=None,
+                        help="tokens per input row (default: 128, or the model's position count "
+                        "when it has fewer)")
     parser.add_argument("--inputs", help="comma-separated forward() inputs to export "
                         "(default: the required ones, e.g. input_ids[,attention_mask])")
     parser.add_argument("--opset", type=int, default=13)
@@ -53,12 +55,37 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
+def position_count(model: Any) -> Optional[int]:
+    """How many positions the model's position table holds (None: no table, e.g. rotary)."""
+    counts = []
+    for name, module in model.named_modules():
+        if "position" in name.lower() and getattr(module, "num_embeddings", None):
+            counts.append(int(module.num_embeddings))
+        elif getattr(module, "max_seq_length", None) and hasattr(module, "position_embeddings"):
+            counts.append(int(module.max_seq_length))
+    return min(counts) if counts else None
+
+
+def choose_seq_length(model: Any, wanted: Optional[int], default: int = 128) -> int:
+    """``--seq-length``, checked against the model's positions; by default 128 or fewer."""
+    limit = position_count(model)
+    if wanted is None:
+        return default if limit is None else min(default, limit)
+    if limit is not None and wanted > limit:
+        raise SystemExit(
+            f"export_onnx.py: --seq-length {wanted} exceeds the model's {limit} positions "
+            f"(its position table); pass --seq-length {limit} or less"
+        )
+    return wanted
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     source = resolve_source(args.config_file or args.hf, args.weights or args.hf, None)
     layout = build_layout(source, None, None, None, None, None, "cpu")
     model = load_model(source, layout, ARCHITECTURES, "ONNX export")
     names = args.inputs.split(",") if args.inputs else None
+    args.seq_length = choose_seq_length(model, args.seq_length)
     with layout:
         inputs = example_token_inputs(model, args.batch_size, args.seq_length, names=names)
         result = export_onnx(model, args.output, inputs, opset=args.opset, atol=args.atol)

@@ -8,13 +8,16 @@
 ``configs/gpt2_pretrain.py`` is used as it is, shrunk by command-line overrides, on a tiny corpus
 this script writes in Megatron's format (``tools/preprocess_data.py``).
 
-What runs (about three minutes on two CPU cores):
+What runs (about five minutes on two CPU cores):
 
 1. LiBai trains GPT-2 for 6 iterations, in graph mode (the config's default) and in eager mode,
    saving every 3 iterations (``model_0000002``, ``model_0000005``, ``model_final``).
-2. **LiBai -> libai, weights**: LiBai computes logits of its checkpoints on a fixed batch; libai
-   loads the same directories through ``Checkpointer.load``, ``train.load_weight`` (a
-   ``DefaultTrainer``) and ``GPT2LoaderLiBai`` and computes logits on the same batch.
+2. **LiBai -> libai, weights**: LiBai computes logits (and the training loss) of its checkpoints
+   on a fixed batch; libai loads the same directories through ``Checkpointer.load``,
+   ``train.load_weight`` (a ``DefaultTrainer``) and ``GPT2LoaderLiBai`` and computes them on the
+   same batch. With ``--checks families``: BERT, T5, ViT, Swin, SwinV2 and ResMLP, each built by
+   LiBai from its own config file, moved by seeded noise and saved by its ``Checkpointer``,
+   loaded by libai's ``Checkpointer.load`` and the family's ``*LoaderLiBai``.
 3. **LiBai -> libai, resume**: libai's ``tools/train_net.py --resume`` continues LiBai's run from
    ``model_0000002`` (graph and eager): the iterations it runs and their learning rates must be
    LiBai's own (3, 4, 5).
@@ -185,14 +188,19 @@ UPSTREAM_LOGITS = textwrap.dedent('''
         model._apply(dist.convert_to_distributed_default_setting)
         Checkpointer(model).load(path, checkpointables=[])
         np.save(os.path.join(spec["out"], tag + ".npy"), logits(model))
+        model.train()  # no dropout in these runs: the training loss on the same batch
+        labels = flow.tensor(np.roll(np.load(spec["batch"]), 1, axis=1), dtype=flow.long).to_global(
+            placement=ids.placement, sbp=ids.sbp)
+        loss = model(ids, labels)["lm_loss"].to_local().numpy()
+        np.save(os.path.join(spec["out"], tag + "_loss.npy"), loss)
     for tag, path in spec.get("loader", {}).items():
         model = GPT2LoaderLiBai(GPTForPreTraining, cfg.model.cfg, path).load()
         np.save(os.path.join(spec["out"], tag + ".npy"), logits(model))
 ''')
 
 
-# Other model families: LiBai builds each from its own config file (shrunk), moves every tensor by
-# seeded noise (so that zero-initialised biases count), saves it with its Checkpointer and
+# Other model families: LiBai builds each from its own config file (shrunk), moves every parameter
+# by seeded noise (so that zero-initialised biases count), saves it with its Checkpointer and
 # computes its outputs on fixed inputs; libai loads the checkpoint and computes the same outputs.
 FAMILIES = {
     # name: (LiBai config, node, loader class, shrink)
@@ -288,10 +296,9 @@ UPSTREAM_FAMILIES = textwrap.dedent('''
         model = instantiate(cfg)
         model._apply(dist.convert_to_distributed_default_setting)
         with flow.no_grad():
-            for key, tensor in model.state_dict().items():
-                if tensor.dtype in (flow.float32,) and "relative_position_index" not in key:
-                    noise = np.random.RandomState(zlib.crc32(key.encode())).randn(*tensor.shape)
-                    tensor.copy_(flow.tensor((tensor.numpy() + 0.1 * noise).astype(np.float32)).to_global(**place))
+            for key, tensor in model.named_parameters():  # buffers are computed: kept
+                noise = np.random.RandomState(zlib.crc32(key.encode())).randn(*tensor.shape)
+                tensor.copy_(flow.tensor((tensor.numpy() + 0.1 * noise).astype(np.float32)).to_global(**place))
         Checkpointer(model, os.path.join(spec["out"], name)).save("model_0000000")
         inputs = {k: flow.tensor(v).to_global(**place) for k, v in np.load(os.path.join(spec["out"], name + "_inputs.npz")).items()}
         model.eval()
@@ -339,6 +346,7 @@ def libai_logits(config: str, opts: List[str], batch: Any, routes: Dict[str, Tup
     """libai's logits on ``batch`` for each ``{tag: (route, path)}``; route is ``load``
     (Checkpointer.load), ``load_weight`` (a DefaultTrainer with train.load_weight) or
     ``loader`` (GPT2LoaderLiBai)."""
+    import numpy as np
     import oneflow as flow
 
     from libai.config import LazyConfig
@@ -362,6 +370,10 @@ def libai_logits(config: str, opts: List[str], batch: Any, routes: Dict[str, Tup
             if route == "load":
                 model = DefaultTrainer.build_model(cfg)
                 Checkpointer(model).load(path, checkpointables=[])
+                model.train()  # the training loss on the same batch, labels shifted by one
+                labels = flow.tensor(np.roll(batch, 1, axis=1), dtype=flow.long)
+                loss = model(flow.tensor(batch, dtype=flow.long), labels)["lm_loss"]
+                out[tag.split("/")[0] + "_loss"] = dist.ttol(loss).numpy()
             elif route == "load_weight":
                 cfg.train.load_weight = path
                 trainer = DefaultTrainer(cfg)
@@ -534,6 +546,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             routes[f"{tag}/GPT2LoaderLiBai(model part)"] = ("loader", os.path.join(path, "model"))
         ours = libai_logits(runner.config, lb_opts, batch, routes)
         for name, value in ours.items():
+            if name.endswith("_loss"):
+                theirs = np.load(os.path.join(logits_dir, name + ".npy"))
+                compare_logits(report, f"LiBai -> libai training loss on the same batch, "
+                               f"{name[:-5]}", value, theirs, args.tol)
+                continue
             theirs = np.load(os.path.join(logits_dir, name.split("/")[0] + ".npy"))
             compare_logits(report, f"LiBai -> libai logits, {name}", value, theirs, args.tol)
 

@@ -38,6 +38,9 @@ examples:
   check quickly that everything runs (a few iterations, frequent logging and evaluation):
     python tools/train_net.py --config-file configs/my_config.py --fast-dev-run
 
+  a first try of a shipped recipe, shrunk to a tiny model and a few iterations:
+    python tools/train_net.py --config-file configs/vit_imagenet.py --smoke
+
   continue from the last checkpoint in train.output_dir:
     python tools/train_net.py --config-file configs/my_config.py --resume
 
@@ -96,6 +99,12 @@ def default_argument_parser(
         "that a config works end to end",
     )
     _add_preflight_arguments(parser)
+    parser.add_argument(
+        "--smoke", action="store_true",
+        help="shrink the recipe to a run of seconds (tiny model, short sequences, small images and "
+        "batches, 4 iterations, no loader workers) on the recipe's own data, to check that it "
+        "works here before the real run (libai.engine.smoke)",
+    )
     parser.add_argument(
         "opts", nargs="*", default=[], metavar="KEY=VALUE",
         help="config overrides applied after loading the file, e.g. train.train_iter=100 "

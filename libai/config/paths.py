@@ -91,6 +91,22 @@ def _leaf(path: str) -> str:
     return split_path(path)[-1] if path else path
 
 
+def _parent(path: str) -> str:
+    parts = split_path(path) if path else []
+    return ".".join(str(p) for p in parts[:-1])
+
+
+def _abbreviates(a: str, b: str) -> bool:
+    """Whether one name is the initials of the other's words (``lr``/``learning_rate``,
+    ``wd``/``weight_decay``)."""
+    a, b = str(a), str(b)
+    for short, long in ((a, b), (b, a)):
+        words = [w for w in long.split("_") if w]
+        if len(words) >= 2 and "_" not in short and short == "".join(w[0] for w in words):
+            return True
+    return False
+
+
 def closest_paths(wanted: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> List[str]:
     """Up to ``n`` candidate paths most similar to ``wanted``, best first.
 
@@ -106,9 +122,13 @@ def closest_paths(wanted: str, candidates: Iterable[str], n: int = 3, cutoff: fl
     for candidate in set(candidates):
         if not indexed and "[" in candidate:
             continue  # list elements only crowd out the keys a user meant
+        if _leaf(candidate).startswith("_") and not wanted_leaf.startswith("_"):
+            continue  # ``_target_`` and the like: nobody means them by a plain name
         whole = difflib.SequenceMatcher(None, wanted, candidate).ratio()
         leaf = difflib.SequenceMatcher(None, wanted_leaf, _leaf(candidate)).ratio()
         score = max(whole, leaf * 0.98)  # a whole-path match wins ties
+        if _abbreviates(wanted_leaf, _leaf(candidate)) and _parent(wanted) == _parent(candidate):
+            score = max(score, 0.95)  # ``optim.learning_rate`` for ``optim.lr``, and back
         if score >= cutoff:
             scored.append((-score, len(candidate), candidate))
     scored.sort()

@@ -165,7 +165,7 @@ class CheckedDataLoader(DataLoader):
             if kwargs.get("multiprocessing_context") is None:
                 kwargs["multiprocessing_context"] = reporting_context()
             # workers leave stop signals (Ctrl-C, SIGTERM to the job) to this process
-            pass  # TEMP
+            kwargs["worker_init_fn"] = StopSignalGuard(kwargs.get("worker_init_fn"))
         super().__init__(*args, **kwargs)
         self.mixup_func = mixup_func
 
@@ -501,7 +501,11 @@ def build_nlp_train_val_test_loader(
         for i, role in enumerate(_ROLES):
             if i > 0 and float(triple[i]) == 0.0:
                 continue  # a held-out part given no share: no loader for it
-            part = instantiate(node, split=role, splits_string=ratios, num_samples=wanted[i])
+            # the split's sample count; a node that names LiBai's max_num_samples has that
+            # key replaced, as LiBai's loader does
+            count = ({"max_num_samples": wanted[i]} if "max_num_samples" in node and wanted[i] is not None
+                     else {"num_samples": wanted[i]})
+            part = instantiate(node, split=role, splits_string=ratios, **count)
             parts[i].append(part)
     rank, size = resolve_data_parallel(kwargs.pop("data_parallel_rank", None),
                                        kwargs.pop("data_parallel_size", None))

@@ -148,6 +148,7 @@ def reporting_context(method: Optional[str] = None) -> multiprocessing.context.B
             popen.terminate = terminate
 
     class _ReportingContext(type(base)):  # type: ignore[misc]
+        Process = _GuardedProcess
 
         def Queue(self, maxsize: int = 0) -> ReportingQueue:  # noqa: N802 (multiprocessing's name)
             return ReportingQueue(maxsize, ctx=base)

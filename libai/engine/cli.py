@@ -17,14 +17,16 @@ import logging
 import os
 import sys
 import traceback
-from typing import Any, Mapping, Optional, Sequence, Type
+from typing import Any, List, Mapping, Optional, Sequence, Type
 
 import oneflow as flow
 
 from libai.config import LazyConfig, default_argument_parser
 from libai.engine.default_trainer import DefaultTrainer, TrainingFailed
+from libai.engine.hooks.input_check import install_input_checks
 from libai.engine.hooks.preemption import catch_stop_signals
 from libai.engine.setup import complete_config, default_setup
+from libai.engine.smoke import apply_smoke
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.run_lock import hold_output_dir
@@ -38,12 +40,48 @@ logger = logging.getLogger(__name__)
 def load_config(args: argparse.Namespace) -> Any:
     """The run's config: the file, completed with the defaults, then the ``key=value``
     overrides (strict: an unknown key is refused with the nearest known one), then
-    ``--fast-dev-run``."""
+    ``--fast-dev-run``. ``--smoke`` (:func:`libai.engine.smoke.apply_smoke`: a tiny model and a
+    few iterations) applies before the overrides, so that what the command line sets wins."""
+    _check_config_file(args.config_file)
     cfg = complete_config(LazyConfig.load(args.config_file))
+    if getattr(args, "smoke", False):  # before the overrides: what the user sets wins
+        apply_smoke(cfg)
     cfg = LazyConfig.apply_overrides(cfg, list(args.opts or []))
     if getattr(args, "fast_dev_run", False):
         _apply_fast_dev_run(cfg)
     return cfg
+
+
+def available_configs(near: str) -> List[str]:
+    """Config files a user may have meant by ``near``: those in its folder (or the nearest
+    existing parent), in ``configs/`` and in each ``projects/*/configs/``, seen from the current
+    directory, the closest names first."""
+    import difflib
+    import glob
+
+    folder = os.path.dirname(os.path.abspath(near))
+    while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    found = set()
+    for pattern in (os.path.join(folder, "*.py"), "configs/*.py", "configs/examples/*.py",
+                    "projects/*/configs/*.py"):
+        for path in glob.glob(pattern):
+            if not os.path.basename(path).startswith("_"):
+                found.add(os.path.relpath(path))
+    close = difflib.get_close_matches(os.path.relpath(os.path.abspath(near)), sorted(found), n=3, cutoff=0.5)
+    return close + sorted(found - set(close))
+
+
+def _check_config_file(path: str) -> None:
+    if os.path.isfile(path):
+        return
+    candidates = available_configs(path)
+    listing = "\n  ".join(candidates[:40]) + ("\n  ..." if len(candidates) > 40 else "")
+    raise FileNotFoundError(
+        f"--config-file {path}: no such file (current directory: {os.getcwd()}). "
+        + (f"Available configs:\n  {listing}" if candidates else
+           "No config files here either: run from the repository root, or give the file's full path")
+    )
 
 
 def _apply_fast_dev_run(cfg: Any) -> None:
@@ -68,6 +106,7 @@ def evaluate_only(cfg: Any, trainer_cls: Type[DefaultTrainer] = DefaultTrainer) 
         flow.manual_seed(int(cfg.train.seed))
         tokenizer = trainer_cls.build_tokenizer(cfg)  # before the model: it may set vocab_size
         model = trainer_cls.build_model(cfg)
+        install_input_checks(model)
         loaders = trainer_cls.build_test_loader(cfg, tokenizer)
         if not loaders:
             raise ValueError("--eval-only needs test data: cfg.dataloader.test is empty")

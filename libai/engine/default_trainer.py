@@ -25,6 +25,7 @@ from libai.engine import hooks
 from libai.engine.batch import place_batch
 from libai.engine.graph import configure_collective_fusion
 from libai.engine.graph_state import GraphOptimizerState
+from libai.engine.hooks.input_check import install_input_checks
 from libai.engine.optimizer_step import OptimizerStep
 from libai.engine.setup import complete_config
 from libai.engine.support import check_supported, graph_evaluation_supported
@@ -65,6 +66,7 @@ class DefaultTrainer(TrainerBase):
             # the tokenizer first: it may set the model's vocabulary size (LiBai's order)
             self.tokenizer = self.build_tokenizer(cfg)
             self.model = self.build_model(cfg)
+            install_input_checks(self.model)  # data/config mistakes raise instead of aborting
             self.optimizer = self.build_optimizer(cfg, self.model)
             self.train_loader, valid_loader, test_loader = self.build_train_loader(cfg, self.tokenizer)
             # held-out parts cut from the training corpus (``splits``) are evaluated first,

@@ -28,7 +28,6 @@ from libai.engine.optimizer_step import OptimizerStep
 from libai.engine.support import collective_fusion_applies
 from libai.engine.trainer import sum_losses
 from libai.layers import TransformerLayer
-from libai.layers.utils import adopt_local
 
 logger = logging.getLogger(__name__)
 
@@ -161,15 +160,27 @@ class GraphBase(nn.Graph):
         module = self._eager_model[0]
         was_training = module.training
         module.train(self.is_train)
-        layout = self._layout
-        if layout is not None and layout.is_global and layout.world_size == 1:
+        placement = self._one_process_placement()
+        if placement is not None:
             # one process: a local input is the full value; a graph cannot convert it inside
-            args = tuple(_adopt(a, layout) for a in args)
-            kwargs = {k: _adopt(v, layout) for k, v in kwargs.items()}
+            args = tuple(_adopt(a, placement) for a in args)
+            kwargs = {k: _adopt(v, placement) for k, v in kwargs.items()}
         try:
             return super().__call__(*args, **kwargs)
         finally:
             module.train(was_training)
+
+    def _one_process_placement(self) -> Optional[flow.placement]:
+        """Where local inputs go in a one-process run of global tensors (the first stage of the
+        layout, or the placement of the parameters for a graph built without one); ``None``
+        when inputs must come global (several processes) or local (local tensors)."""
+        layout = self._layout
+        if layout is not None:
+            return layout.stage_placement(0) if layout.is_global and layout.world_size == 1 else None
+        param = next(self._eager_model[0].parameters(), None)
+        if param is not None and param.is_global and param.placement.ranks.size == 1:
+            return param.placement
+        return None
 
     def build(self, **kwargs: Any) -> Any:
         if not self.is_train:
@@ -180,8 +191,12 @@ class GraphBase(nn.Graph):
         return {k: v for k, v in outputs.items() if "loss" in k}
 
 
-def _adopt(value: Any, layout: Any) -> Any:
-    return adopt_local(value, layout, 0) if isinstance(value, flow.Tensor) else value
+def _adopt(value: Any, placement: flow.placement) -> Any:
+    if not isinstance(value, flow.Tensor) or value.is_global:
+        return value
+    device = flow.device(placement.type)
+    whole = [flow.sbp.broadcast] * placement.ranks.ndim
+    return value.to(device).to_global(placement=placement, sbp=whole)
 
 
 def _switched_on(setting: Any) -> bool:

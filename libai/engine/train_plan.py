@@ -109,6 +109,7 @@ def resolve_iterations(train: Any, batch: BatchSizes, dataset_size: Optional[int
     """Total and warmup iterations from ``train_iter``/``train_epoch``/``train_samples``."""
     glob = batch.global_batch_size
     candidates = [int(train.train_iter or 0)]
+    named = {"train.train_iter": candidates[0]}
     iters_per_epoch = None
     if dataset_size is not None:
         iters_per_epoch = dataset_size // glob
@@ -121,9 +122,12 @@ def resolve_iterations(train: Any, batch: BatchSizes, dataset_size: Optional[int
                 f"({glob}); lower the batch size or use more data"
             )
         candidates.append(int(train.train_epoch) * iters_per_epoch)
+        named[f"train.train_epoch={int(train.train_epoch)}"] = candidates[-1]
     if train.get("train_samples"):
         candidates.append(math.ceil(int(train.train_samples) / glob))
+        named[f"train.train_samples={int(train.train_samples)}"] = candidates[-1]
     max_iter = max(candidates)
+    _say_which_length_wins(named, max_iter)
     if max_iter < 1:
         raise ValueError(
             "nothing to train: set train.train_iter, train.train_epoch or train.train_samples"
@@ -133,3 +137,20 @@ def resolve_iterations(train: Any, batch: BatchSizes, dataset_size: Optional[int
         raise ValueError(f"train.warmup_ratio must be in [0, 1], got {ratio}")
     return TrainPlan(batch=batch, max_iter=max_iter, warmup_iter=int(ratio * max_iter),
                      iters_per_epoch=iters_per_epoch)
+
+
+def _say_which_length_wins(named: dict, max_iter: int) -> None:
+    """Several lengths set (e.g. ``train.train_iter=6`` on the command line of a recipe that
+    sets ``train_epoch``): the longest wins, as in LiBai. Say so, and how to get the other."""
+    given = {k: v for k, v in named.items() if v > 0}
+    if len(given) < 2 or len(set(given.values())) < 2:
+        return
+    parts = ", ".join(f"{k} ({v:,} iterations)" if "=" in k else f"{k}={v}" for k, v in given.items())
+    shorter = [k.split("=")[0] for k, v in given.items() if v != max_iter]
+    longer = [k.split("=")[0] for k, v in given.items() if v == max_iter]
+    logger.warning(
+        f"Training length set several ways: {parts}. The longest wins (LiBai's rule): {max_iter:,} "
+        f"iterations. To train for {' / '.join(shorter)} instead, also set "
+        + " ".join(f"{k}=0" for k in longer)
+        + " (or use --smoke for a quick try)"
+    )

@@ -1,7 +1,7 @@
 """Top-k classification accuracy."""
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence
 
 import oneflow as flow
 
@@ -30,9 +30,17 @@ class ClsEvaluator(DatasetEvaluator):
         self._topk = topk
         self.reset()
 
+    @property
+    def topk(self) -> Sequence[int]:
+        """The ``k`` values (LiBai's attribute name)."""
+        return self._topk
+
     def reset(self) -> None:
         self._correct: Dict[int, int] = {k: 0 for k in self._topk}
         self._total = 0
+        # LiBai's ClsEvaluator keeps one record per batch here; evaluators written for LiBai
+        # subclass it and append their own records (NeRF's NerfEvaluator: losses and PSNR)
+        self._predictions: List[Dict[str, Any]] = []
 
     def process(self, inputs: Dict[str, Any], outputs: Dict[str, Any]) -> None:
         scores = require_field(outputs, "prediction_scores", "outputs", "ClsEvaluator")

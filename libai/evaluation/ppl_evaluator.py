@@ -20,6 +20,10 @@ class PPLEvaluator(DatasetEvaluator):
     no ``"labels"`` (the BERT and T5 pretraining datasets' name). A position counts unless its label is ``-100`` or an optional
     ``loss_mask`` (``[B, S]``, looked up in the inputs, then the outputs) is 0 there. The mean
     is over tokens, not batches, so batches of different lengths weigh what they contain.
+
+    A model that returns only its losses in eval mode (LiBai's Llama, Baichuan, ... SFT models
+    return ``{"lm_loss": loss}``) is evaluated as LiBai's ``PPLEvaluator`` does it: for each
+    scalar output ``k``, ``k_PPL`` is the mean over batches of ``exp(min(20, loss))``.
     """
 
     def __init__(self, label_field: Optional[str] = None) -> None:
@@ -29,8 +33,13 @@ class PPLEvaluator(DatasetEvaluator):
     def reset(self) -> None:
         self._nll_sum = 0.0
         self._tokens = 0
+        self._loss_ppl: "OrderedDict[str, list]" = OrderedDict()
 
     def process(self, inputs: Dict[str, Any], outputs: Dict[str, Any]) -> None:
+        if _losses_only(outputs):
+            for key, value in outputs.items():
+                self._loss_ppl.setdefault(key, []).append(math.exp(min(20.0, float(value.item()))))
+            return
         logits = require_field(outputs, "prediction_scores", "outputs", "PPLEvaluator")
         field = self.label_field
         if field is None:
@@ -56,6 +65,8 @@ class PPLEvaluator(DatasetEvaluator):
         self._tokens += int(mask.sum().item())
 
     def evaluate(self) -> "OrderedDict[str, float]":
+        if self._loss_ppl and self._tokens == 0:
+            return OrderedDict((f"{k}_PPL", sum(v) / len(v)) for k, v in self._loss_ppl.items())
         if self._tokens == 0:
             raise RuntimeError(
                 "PPLEvaluator has no tokens to evaluate: no batch was processed, or every label "
@@ -74,3 +85,10 @@ def _check_label_range(labels: flow.Tensor, mask: flow.Tensor, vocab: int) -> No
             f"PPLEvaluator: labels range over [{low}, {high}] but prediction_scores has "
             f"{vocab} classes; use {IGNORE_INDEX} for positions to ignore"
         )
+
+
+def _losses_only(outputs: Any) -> bool:
+    """A non-empty dict of scalar tensors and no ``prediction_scores`` (see the class doc)."""
+    if not isinstance(outputs, dict) or not outputs or "prediction_scores" in outputs:
+        return False
+    return all(isinstance(v, flow.Tensor) and v.numel() == 1 for v in outputs.values())

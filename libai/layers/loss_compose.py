@@ -96,8 +96,12 @@ class LossKeyCompose(nn.Module):
                 self.config[key].append(plain)
             self.losses[key] = modules
 
-    def forward(self, outputs: Mapping) -> Dict[str, flow.Tensor]:
+    def forward(self, outputs: Any) -> Dict[str, flow.Tensor]:
         """``{key: sum of lambda_weight * loss(*[outputs[n] for n in input_name])}``.
+
+        ``outputs`` may also be a tuple (or list) of tensors, as LiBai's seed framework calls it
+        (``self.loss((fake_data, target_data))``): each loss then takes them in its
+        ``input_name`` order, positionally.
 
         Raises:
             LossInputError: an ``input_name`` is not among ``outputs`` (the message names the
@@ -107,10 +111,12 @@ class LossKeyCompose(nn.Module):
         for key, modules in self.losses.items():
             total = None
             for i, module in enumerate(modules):
-                inputs = [
-                    _output(outputs, name, f"{key}[{i}]", self.config[key][i]["name"])
-                    for name in self.input_names[key][i]
-                ]
+                names = self.input_names[key][i]
+                if isinstance(outputs, (tuple, list)):
+                    inputs = _positional(outputs, names, f"{key}[{i}]", self.config[key][i]["name"])
+                else:
+                    inputs = [_output(outputs, name, f"{key}[{i}]", self.config[key][i]["name"])
+                              for name in names]
                 value = module(*inputs)
                 weight = self.weights[key][i]
                 if weight != 1.0:
@@ -167,6 +173,16 @@ def _build_entry(entry: Any, where: str) -> Tuple[nn.Module, float, Tuple[str, .
         )
     return module, weight, inputs, {"name": plain["name"], "param": dict(params, lambda_weight=weight),
                                     "input_name": list(inputs)}
+
+
+def _positional(outputs: Any, names: Tuple[str, ...], where: str, loss_name: str) -> List[Any]:
+    if len(outputs) != len(names):
+        raise LossInputError(
+            f"LossKeyCompose: loss {where} ({loss_name}) takes {len(names)} inputs "
+            f"({', '.join(names)}), but it was called with a tuple of {len(outputs)}; pass them in "
+            "that order, or a dict of named outputs"
+        )
+    return list(outputs)
 
 
 def _output(outputs: Mapping, name: str, where: str, loss_name: str) -> Any:

@@ -11,6 +11,7 @@ A note on clipping, checked with OneFlow 0.9.0: the group keys ``clip_grad_max_n
 (``optimizer.clip_grad()``) and in graph mode. When every parameter has the same options there
 is one group, and the clip is by the global norm of all gradients.
 """
+import logging
 import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -22,6 +23,8 @@ __all__ = [
     "reduce_param_groups",
     "is_norm_module",
 ]
+
+logger = logging.getLogger(__name__)
 
 _NORM_TYPES: Tuple[type, ...] = tuple(
     cls
@@ -200,8 +203,24 @@ def _check_overrides(overrides: Any) -> Dict[str, Dict[str, Any]]:
     return checked
 
 
+#: Parameter names LiBai's ready configs and projects set overrides for (ViT's positional
+#: embedding and class token, ResMLP's affine and scale parameters). LiBai ignores an override
+#: that matches nothing, and its configs rely on it (ConvNeXt's config keeps ViT's
+#: ``pos_embed`` / ``cls_token`` overrides): for these names a miss is a warning, not an error.
+LIBAI_OVERRIDE_NAMES = frozenset(
+    {"pos_embed", "cls_token", "alpha", "beta", "gamma_1", "gamma_2"}
+)
+
+
 def _check_all_used(overrides: Dict[str, Any], used: Set[str], model: flow.nn.Module) -> None:
     unused = [key for key in overrides if key not in used]
+    known_misses = [key for key in unused if key in LIBAI_OVERRIDE_NAMES]
+    if known_misses:
+        logger.warning(
+            f"optimizer overrides {known_misses} match no trainable parameter of "
+            f"{type(model).__name__}; ignored (LiBai's configs set them for models that have them)"
+        )
+    unused = [key for key in unused if key not in LIBAI_OVERRIDE_NAMES]
     if unused:
         names = [name for name, _, _ in _named_trainable(model)]
         shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")

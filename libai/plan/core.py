@@ -207,8 +207,21 @@ def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = N
     )
     composite = dist.get("device_type") == "cpu" or dev.name == "CPU"
     _mark_padding_masks(shape, _model_class(cfg, shape))
+    fused = not composite and bool(_model_setting(cfg.model, "scale_mask_softmax_fusion"))
+    for m in shape.of_kind("attention"):
+        m.dims["fused_softmax"] = fused
     _fill(result, shape, run, num_layers, composite)
     return result
+
+
+def _model_setting(node: Any, key: str) -> Any:
+    """``key`` of the model node, its ``cfg`` dict, or a wrapped ``model`` node."""
+    if not hasattr(node, "get"):
+        return None
+    for where in (node, node.get("cfg", None)):
+        if hasattr(where, "get") and where.get(key, None) is not None:
+            return where.get(key)
+    return _model_setting(node.get("model", None), key)
 
 
 def _mark_padding_masks(shape: ModelShape, model_cls: Any) -> None:

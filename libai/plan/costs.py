@@ -10,18 +10,22 @@ Activations are the tensors OneFlow's autograd keeps for the backward pass of li
   projections and the context fed to the output projection (split over heads), the softmax
   output per query/key pair and head (plus dropout's output and 1-byte mask when attention
   dropout is on), the output dropout's 1-byte mask;
-- MLP: its input, the activation's input and the second projection's input (split), twice that
-  for a gated MLP (both branches and their product), the dropout mask;
+- MLP: its input, what the activation function keeps (``ACTIVATION_KEEPS``) and the second
+  projection's input (split); a gated MLP also both factors of its product; the dropout mask;
 - each norm: its input (the composite norm of non-CUDA devices also ``x - mean``); embeddings:
   the int64 ids and the dropout mask;
 - the LM head: its input, the logits (compute dtype) and the fp32 softmax the cross entropy
   keeps, and during backward one fp32 gradient of the logits (a transient);
-- any other libai ``Linear``: its input.
+- any other libai ``Linear``: its input;
+- while a layer runs backward, two gradients of its widest intermediate live at once (the
+  attention scores, or the MLP's inner activations): a workspace counted once, not per layer.
 
 Where the layers fall back to composite ops (any device but CUDA: ``libai.layers`` picks fused
 kernels on CUDA only), OneFlow 0.9 keeps more, measured module by module on the CPU: batched
-matmuls keep contiguous copies of their permuted q/k/v inputs and ``masked_fill`` keeps 1.6
-bytes per attention score.
+matmuls keep contiguous copies of their permuted q/k/v inputs. Unless the fused
+scale-mask-softmax kernel runs (CUDA with ``scale_mask_softmax_fusion``), a masked attention
+keeps one more score tensor and a full-size boolean mask (measured: scale → masked_fill →
+softmax keeps 9 bytes per fp32 score, not 4).
 
 Each term is a number of elements per token (``*_e``, in the compute dtype: 4 bytes, 2 with
 AMP), of bytes per token (``*_1``: masks, ids), or of elements per token and key (``score_*``:
@@ -83,6 +87,13 @@ class LayerCost:
     flops_score: float = 0.0  # forward FLOPs per token and key (attention), split
     logits_transient: float = 0.0  # fp32 elements per token of the logits' gradient, split
     tp_allreduce_e: float = 0.0  # elements per token all-reduced over tensor parallelism (fwd)
+    work_score: float = 0.0  # backward workspace: heads of the widest attention (2 score grads)
+    work_split: float = 0.0  # backward workspace: inner size of the widest MLP (2 grads)
+
+    def workspace(self, batch: int, seq: int, elem: int, tp: int) -> float:
+        """Bytes of the gradients that live together while this layer runs backward: two
+        score-sized ones in attention, or two inner-sized ones in the MLP."""
+        return 2.0 * elem * batch * max(self.work_score * seq * seq, self.work_split * seq) / tp
 
 
 def _attention(d: Dict, composite: bool) -> Activation:
@@ -97,17 +108,28 @@ def _attention(d: Dict, composite: bool) -> Activation:
     )
     if composite:
         # measured on OneFlow 0.9 (CPU): the batched matmuls keep contiguous copies of their
-        # permuted inputs (q·kᵀ: the whole projection, p·v: the values), and masked_fill keeps
-        # 1.6 bytes per score
+        # permuted inputs (q·kᵀ: the whole projection, p·v: the values)
         act.split_e += (a + 2 * kv) * hd + kv * hd
-        act.score_1 += 1.6 * a if d.get("masked", True) else 0.0
+    if d.get("masked", True) and not d.get("fused_softmax"):
+        # scale -> masked_fill -> softmax keeps one more score tensor and a full-size bool mask
+        act.score_e += a
+        act.score_1 += a
     return act
 
 
+#: Tensors of the inner size an activation function keeps for backward: OneFlow's GELU and
+#: ReLU one; libai's composite SiLU (x, sigmoid) and quick GELU two; the tanh GELU five.
+ACTIVATION_KEEPS = {"gelu": 1, "relu": 1, "silu": 2, "swish": 2, "quick_gelu": 2, "gelu_tanh": 5,
+                    "gelu_new": 5, "tanh": 1, "sigmoid": 1, "identity": 0}
+
+
 def _mlp(d: Dict) -> Activation:
+    """First projection's input, what the activation keeps, the second projection's input; a
+    gated MLP also keeps both factors of its product."""
     h, f = d["hidden"], d["ffn"]
-    return Activation(rep_e=h, split_e=f * (4 if d["gated"] else 2),
-                      rep_1=h if d["dropout"] > 0 else 0.0)
+    keeps = ACTIVATION_KEEPS.get(d.get("activation", "gelu"), 1)
+    inner = keeps + (3 if d["gated"] else 1)
+    return Activation(rep_e=h, split_e=f * inner, rep_1=h if d["dropout"] > 0 else 0.0)
 
 
 def _within(name: str, prefixes: List[str]) -> bool:
@@ -149,18 +171,21 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
         c.flops_score += 4 * d["heads"] * d["head_size"]
         c.block_flops_score += 4 * d["heads"] * d["head_size"] if in_block else 0
         c.tp_allreduce_e += d["hidden"]
+        c.work_score = max(c.work_score, d["heads"])
     elif m.kind == "mlp":
+        c.work_split = max(c.work_split, d["ffn"])
         act.add(_mlp(d))
         c.tp_allreduce_e += d["hidden"]
-    elif m.kind == "norm":  # the composite layer norm also keeps x - mean
-        act.add(Activation(rep_e=d["dim"] * (2 if composite else 1)))
+    elif m.kind == "norm":  # composite norms (RMSNorm always) also keep the normalised x
+        act.add(Activation(rep_e=d["dim"] * (2 if composite or d.get("rms") else 1)))
     elif m.kind == "embedding":
         act.add(Activation(rep_1=8 + 1 * d["hidden"]))
         c.tp_allreduce_e += d["hidden"]
-    elif m.kind == "logits":
-        act.add(Activation(rep_e=d["hidden"], split_e=d["vocab"], split_4=d["vocab"]))
+    elif m.kind == "logits":  # a head that is a Linear counts its input and FLOPs as one
+        linear = bool(d.get("head_linear"))
+        act.add(Activation(rep_e=0 if linear else d["hidden"], split_e=d["vocab"], split_4=d["vocab"]))
         c.logits_transient += d["vocab"]
-        c.flops_head += 2 * d["vocab"] * d["hidden"]
+        c.flops_head += 0 if linear else 2 * d["vocab"] * d["hidden"]
     elif m.kind == "linear":
         flops = 2 * d["inp"] * d["out"]
         if d["parallel"] == "data":

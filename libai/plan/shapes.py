@@ -150,11 +150,12 @@ def _describe_modules(model: flow.nn.Module) -> List[ModuleInfo]:
         elif isinstance(m, MLP):
             out.append(ModuleInfo("mlp", name, idx, dict(
                 hidden=m.dense_h_to_4h.in_features, ffn=m.dense_h_to_4h.out_features,
-                gated=bool(m.gated), dropout=float(m.output_dropout_prob))))
+                gated=bool(m.gated), dropout=float(m.output_dropout_prob),
+                activation=str(getattr(m.activation_func, "name", "gelu")))))
         elif isinstance(m, (LayerNorm, RMSLayerNorm)):
             shape = getattr(m, "normalized_shape", None)
             dim = int(shape[-1]) if shape else 0
-            out.append(ModuleInfo("norm", name, idx, dict(dim=dim)))
+            out.append(ModuleInfo("norm", name, idx, dict(dim=dim, rms=isinstance(m, RMSLayerNorm))))
         elif isinstance(m, LMLogits):
             out.append(ModuleInfo("logits", name, idx, dict(vocab=int(m.vocab_size))))
         elif isinstance(m, VocabEmbedding):
@@ -167,4 +168,10 @@ def _describe_modules(model: flow.nn.Module) -> List[ModuleInfo]:
     for m in out:  # LMLogits multiplies by the word embedding: its width is the embedding's
         if m.kind == "logits":
             m.dims["hidden"] = hidden_of_vocab.get(m.dims["vocab"], 0)
+    if not any(m.kind == "logits" for m in out):  # an untied head: a Linear onto the vocabulary
+        heads = [m for m in out if m.kind == "linear" and m.dims["out"] in hidden_of_vocab]
+        if heads:
+            h = heads[-1]
+            out.append(ModuleInfo("logits", h.name, h.layer_idx, dict(
+                vocab=h.dims["out"], hidden=h.dims["inp"], head_linear=True)))
     return out

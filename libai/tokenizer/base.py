@@ -444,6 +444,19 @@ class BaseTokenizer(SpecialTokensMixin, PretrainedFilesMixin, metaclass=_Registe
             raise ValueError(f"max_length must be a non-negative int, got {length!r}")
         return length
 
+    def convert_to_tensors(
+        self,
+        token_ids: Any,
+        return_tensors: Optional[str] = None,
+        is_global: bool = False,
+        device: Optional[str] = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LiBai's method name for :func:`~libai.tokenizer.tensors.convert_to_tensors` (a
+        tokenizer subclass written for LiBai calls it from its own ``encode``). ``device``
+        defaults to the machine's (LiBai's default is ``"cuda"``)."""
+        return convert_to_tensors(token_ids, return_tensors, is_global, device, **kwargs)
+
     def _require_pad_id(self) -> int:
         pad = self.pad_token_id
         if pad is None:

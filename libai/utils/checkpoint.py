@@ -397,12 +397,14 @@ class Checkpointer:
         own = self.model.state_dict()
         state, report.renamed_keys = upstream.to_model_names(state, own)
         fitted = upstream.fit_shapes(state, own)
+        fitted += upstream.swin_qkv_from_libai(state, own)
         for key in state:
             if key in own:
                 state[key] = upstream.like(state[key], own[key])
         if report.renamed_keys or fitted:
             logger.info("%s: %d key(s) loaded under the model's names (LiBai's names differ), "
-                        "%d reshaped over size-1 axes", path, len(report.renamed_keys), len(fitted))
+                        "%d in LiBai's tensor layout rearranged", path, len(report.renamed_keys),
+                        len(fitted))
         mismatched = [
             (k, tuple(v.shape), tuple(own[k].shape)) for k, v in state.items()
             if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)
@@ -456,7 +458,8 @@ class Checkpointer:
         return os.path.join(self.save_dir, name) if name else ""
 
     def get_all_checkpoint_files(self) -> List[str]:
-        """Paths of every complete checkpoint in ``save_dir``, sorted by name."""
+        """Paths of every complete checkpoint in ``save_dir`` (libai's, and LiBai's
+        Checkpointer layout), sorted by name."""
         if not self.save_dir:
             return []
         return [os.path.join(self.save_dir, n) for n in list_checkpoints(self.save_dir)]

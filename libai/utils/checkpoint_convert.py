@@ -119,6 +119,7 @@ def _model_for_libai(model: Dict[str, Any], family: Optional[str]) -> Dict[str, 
         for key in [k for k in theirs if k.endswith("attn.logit_scale")]:
             if theirs[key].ndim == 3:
                 theirs[key] = theirs[key].unsqueeze(0)
+        upstream.swin_for_libai(theirs)  # q/k/v row order, Swin's index buffers
     return theirs
 
 

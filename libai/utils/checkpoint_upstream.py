@@ -232,6 +232,82 @@ def like(value: Any, reference: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# Tensor layouts: Swin's fused q/k/v rows
+# ---------------------------------------------------------------------------------------------
+# LiBai's Swin and SwinV2 order the rows of ``attn.qkv`` as [q|k|v][head][dim] (timm's layout);
+# libai's, like its other attention layers, as [head][q|k|v][dim], so that tensor parallelism
+# splits whole heads. LiBai's Swin checkpoints are recognised by the position-index buffers they
+# store (``attn.relative_position_index``), which libai's do not.
+_QKV = re.compile(r"^(?P<attn>.*\.attn)\.qkv\.(weight|bias)$")
+LIBAI_SWIN_MARKER = "attn.relative_position_index"
+
+
+def _swin_heads(attn: str, shapes: Mapping[str, Any]) -> Optional[int]:
+    """Heads of the Swin attention ``attn`` from its own tensors (``None``: not a Swin one)."""
+    table = shapes.get(f"{attn}.relative_position_bias_table")
+    if table is not None:
+        return int(table.shape[1])
+    mlp = shapes.get(f"{attn}.cpb_mlp.2.weight")  # SwinV2: 512 -> heads
+    return int(mlp.shape[0]) if mlp is not None else None
+
+
+def _regroup_rows(value: Any, heads: int, to_libai: bool) -> Any:
+    rows = int(value.shape[0])
+    if rows % (3 * heads):
+        raise ValueError(f"a fused q/k/v tensor of {rows} rows cannot hold 3 x {heads} heads")
+    rest = tuple(value.shape[1:])
+    per_head = rows // (3 * heads)
+    grouped = (heads, 3, per_head) if to_libai else (3, heads, per_head)
+    return value.reshape(grouped + rest).transpose(0, 1).reshape((rows,) + rest)
+
+
+def swin_qkv_from_libai(state: Dict[str, Any], own: Mapping[str, Any]) -> List[str]:
+    """Reorder, in place, the q/k/v rows of a LiBai Swin/SwinV2 state for libai's Swin
+    (``own``: the model's state); a state without LiBai's marker buffers is left alone."""
+    if not any(k.endswith(LIBAI_SWIN_MARKER) for k in state):
+        return []
+    changed = []
+    for key in list(state):
+        match = _QKV.match(key)
+        heads = _swin_heads(match.group("attn"), own) if match and key in own else None
+        if heads and heads > 1:
+            state[key] = _regroup_rows(state[key], heads, to_libai=False)
+            changed.append(key)
+    return changed
+
+
+def swin_for_libai(state: Dict[str, Any]) -> List[str]:
+    """libai's Swin/SwinV2 state made LiBai's, in place: q/k/v rows regrouped, and Swin's
+    ``relative_position_index`` buffers (which LiBai stores) added. Returns the changed keys."""
+    changed = []
+    for key in list(state):
+        match = _QKV.match(key)
+        heads = _swin_heads(match.group("attn"), state) if match else None
+        if not heads:
+            continue
+        if heads > 1:
+            state[key] = _regroup_rows(state[key], heads, to_libai=True)
+            changed.append(key)
+        table = state.get(f"{match.group('attn')}.relative_position_bias_table")
+        index_key = f"{match.group('attn')}.relative_position_index"
+        if table is not None and index_key not in state:
+            window = (int(round(float(table.shape[0]) ** 0.5)) + 1) // 2
+            state[index_key] = flow.tensor(relative_position_index(window), dtype=flow.int64)
+            changed.append(index_key)
+    return changed
+
+
+def relative_position_index(window: int) -> Any:
+    """Swin's table index of every (query, key) pair of a ``window`` x ``window`` window."""
+    import numpy as np
+
+    ys, xs = np.meshgrid(np.arange(window), np.arange(window), indexing="ij")
+    coords = np.stack([ys.ravel(), xs.ravel()])  # [2, N]
+    offsets = (coords[:, :, None] - coords[:, None, :]).transpose(1, 2, 0) + (window - 1)
+    return offsets[:, :, 0] * (2 * window - 1) + offsets[:, :, 1]
+
+
+# ---------------------------------------------------------------------------------------------
 # Optimizer state: LiBai's graph part <-> the eager optimizer's state_dict
 # ---------------------------------------------------------------------------------------------
 def _optimizer_params(optimizer: Any) -> List[Any]:

@@ -131,10 +131,68 @@ def plot_metrics(input_path: str, output_dir: str, dpi: int = 100) -> List[str]:
     for group, members in groups.items():
         path = os.path.join(output_dir, f"{group}.png")
         title, ylabel = _TITLES[group]
-        draw_series(members, path, title, ylabel, dpi, log_y=(group == "lr" and _spans_decades(members)))
+        if group == "timing":  # seconds and samples/s differ by 1e5: one axis each
+            draw_panels(timing_panels(members), path, title, dpi)
+        else:
+            draw_series(members, path, title, ylabel, dpi, log_y=(group == "lr" and _spans_decades(members)))
         written.append(path)
     logger.info("wrote %s", ", ".join(written))
     return written
+
+
+# timing series -> the panel (own y axis) it is drawn in, in this order
+_TIMING_PANELS = (
+    ("seconds per iteration", ("time", "data_time")),
+    ("samples / s", ("throughput",)),
+    ("seconds left", ("eta_seconds",)),
+)
+
+
+def timing_panels(members: Series) -> List[Tuple[str, Series]]:
+    """The timing series split by unit: step times (seconds), throughput (samples per second)
+    and the time left, each ``(y label, series)``; on one linear axis the step times (hundredths
+    of a second) would lie flat at 0 under a throughput in thousands. Empty panels are left out;
+    a series of no known unit gets a panel of its own."""
+    panels = []
+    known = set()
+    for label, names in _TIMING_PANELS:
+        known.update(names)
+        chosen = {n: members[n] for n in names if n in members}
+        if chosen:
+            panels.append((label, chosen))
+    panels += [(name, {name: points}) for name, points in members.items() if name not in known]
+    return panels
+
+
+def draw_panels(panels: Sequence[Tuple[str, Series]], path: str, title: str, dpi: int = 100) -> None:
+    """One subplot per ``(y label, series)`` panel, stacked, sharing the iteration axis."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 2.6 * max(1, len(panels)) + 0.6))
+    FigureCanvasAgg(figure)
+    first = None
+    for index, (ylabel, members) in enumerate(panels):
+        axes = figure.add_subplot(len(panels), 1, index + 1, sharex=first)
+        first = first or axes
+        _plot_lines(axes, members)
+        axes.set_ylabel(ylabel)
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="best", fontsize="small")
+        if index == 0:
+            axes.set_title(title)
+    if first is not None:
+        figure.axes[-1].set_xlabel("iteration")
+    figure.tight_layout()
+    save_figure_atomic(figure, path, dpi)
+
+
+def _plot_lines(axes: Any, members: Series) -> None:
+    for name, points in members.items():
+        iterations = [it for it, _ in points]
+        values = [v for _, v in points]
+        marker = "o" if len(points) <= 30 else None  # sparse series (evaluation): show points
+        axes.plot(iterations, values, label=name, marker=marker, markersize=3)
 
 
 def spans_decades(members: Series) -> bool:
@@ -158,11 +216,7 @@ def draw_series(members: Series, path: str, title: str, ylabel: str, dpi: int = 
     figure = Figure(figsize=(8, 4.5))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    for name, points in members.items():
-        iterations = [it for it, _ in points]
-        values = [v for _, v in points]
-        marker = "o" if len(points) <= 30 else None  # sparse series (evaluation): show points
-        axes.plot(iterations, values, label=name, marker=marker, markersize=3)
+    _plot_lines(axes, members)
     axes.set_title(title)
     axes.set_xlabel("iteration")
     axes.set_ylabel(ylabel)

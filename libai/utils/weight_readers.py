@@ -1,6 +1,8 @@
 """``train.load_weight``: where model weights come from, whatever format they are in.
 
-libai's own checkpoints are read by :meth:`~libai.utils.checkpoint.Checkpointer.load_weights_only`.
+libai's own checkpoints, checkpoints written by upstream LiBai's ``Checkpointer`` (or their
+``model`` part) and plain ``flow.save`` state dicts are read by
+:meth:`~libai.utils.checkpoint.Checkpointer.load_weights_only`.
 Other formats (a Hugging Face model directory, ...) need knowledge of the model family, which
 lives with the models. Those packages register a reader here when they are imported, so the
 engine can load any supported format without importing the models (the layering rule), and a
@@ -41,7 +43,8 @@ def registered_weight_readers() -> List[str]:
 
 def load_weight(model: Any, path: str, checkpointer: Any) -> None:
     """Load the weights at ``path`` into ``model``: through the first registered reader that
-    claims ``path``, else as a libai checkpoint (``checkpointer.load_weights_only``)."""
+    claims ``path``, else as a OneFlow checkpoint, libai's or LiBai's
+    (``checkpointer.load_weights_only``)."""
     for reader in _READERS:
         if reader.claims(path):
             logger.info(f"Loading {path} as a {reader.name}")

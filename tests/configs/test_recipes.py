@@ -1,9 +1,10 @@
 """Every ready-to-launch recipe in ``configs/`` (and ``configs/examples/``) loads at full size and
 trains a few iterations at a shrunken size, in Eager and in Graph mode, in this one process.
 
-A recipe joins automatically by existing; its shrink overrides come from recipe_overrides.py,
-and a recipe without an entry fails here with a message saying where to add one. The recipes'
-data placeholders are pointed at tiny data built once per session (tiny_data.py).
+The shrinking is ``--smoke`` (:func:`libai.engine.smoke.apply_smoke`), what a user runs for a
+first try. A recipe joins automatically by existing; its data overrides come from
+recipe_overrides.py, and a recipe without an entry fails here with a message saying where to add
+one. The recipes' data placeholders are pointed at tiny data built once per session (tiny_data.py).
 """
 import glob
 import inspect
@@ -13,7 +14,6 @@ import os
 import sys
 
 import pytest
-from omegaconf import OmegaConf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -25,6 +25,8 @@ from tiny_data import build_tiny_data  # noqa: E402
 from libai.config import LazyConfig  # noqa: E402
 from libai.config.targets import locate as locate_target  # noqa: E402
 from libai.engine import DefaultTrainer  # noqa: E402
+from libai.engine.setup import complete_config  # noqa: E402
+from libai.engine.smoke import apply_smoke  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 CONFIGS = os.path.join(REPO, "configs")
@@ -62,32 +64,7 @@ def tiny_data(tmp_path_factory):
 
 
 def _harness_overrides(output_dir, graph_enabled):
-    return [
-        f"train.output_dir='{output_dir}'",
-        f"graph.enabled={graph_enabled}",
-        f"train.train_iter={TRAIN_ITERS}",
-        "train.train_epoch=0",
-        "train.log_period=1",
-        f"train.checkpointer.period={TRAIN_ITERS}",
-        f"train.evaluation.eval_period={TRAIN_ITERS}",
-        "train.evaluation.eval_iter=1",
-        "dataloader.train.num_workers=0",
-    ]
-
-
-def _apply_harness(cfg, overrides):
-    """Apply the harness's own settings; keys a recipe's partial dict left out (the trainer fills
-    them from the defaults) are added with '+'."""
-    missing = object()
-    marked = [item if OmegaConf.select(cfg, item.split("=", 1)[0], default=missing) is not missing
-              else "+" + item for item in overrides]
-    LazyConfig.apply_overrides(cfg, marked)
-
-
-def _no_workers(cfg):
-    for loader in cfg.dataloader.get("test", None) or []:
-        if "num_workers" in loader:
-            loader.num_workers = 0
+    return [f"train.output_dir='{output_dir}'", f"graph.enabled={graph_enabled}"]
 
 
 def _node_paths(node, path):
@@ -146,11 +123,12 @@ def test_recipe_trains_a_few_iterations_at_a_shrunken_size(name, mode, tiny_data
     except KeyError as error:
         pytest.fail(f"recipe_overrides.py entry {name!r} names the placeholder {{{error.args[0]}}}, "
                     f"which the harness does not build; known: {sorted(tiny_data)}", pytrace=False)
-    cfg = _load(name)
+    cfg = complete_config(_load(name))  # as the command line loads it
     output_dir = str(tmp_path / "out")
-    LazyConfig.apply_overrides(cfg, overrides)
-    _apply_harness(cfg, _harness_overrides(output_dir, mode == "graph"))
-    _no_workers(cfg)
+    apply_smoke(cfg, iterations=TRAIN_ITERS)  # what --smoke does, before the overrides
+    LazyConfig.apply_overrides(cfg, overrides + _harness_overrides(output_dir, mode == "graph"))
+    assert all(loader.num_workers == 0 for loader in [cfg.dataloader.train, *cfg.dataloader.get("test", [])]
+               if "num_workers" in loader)
     trainer = _train(cfg)
     assert (trainer.graph_train is not None) == (mode == "graph")
     lines = _metrics(output_dir)

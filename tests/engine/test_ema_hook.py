@@ -150,8 +150,8 @@ def test_an_evaluation_graph_sees_the_swapped_weights(tmp_path):
     graph = GraphBase(trainer.model, is_train=False)
     x = flow.randn(5, 4)
     live_out = graph(inputs=x)["prediction_scores"].numpy()
-    reference = ToyModel().eval()
-    reference.load_state_dict(ema.ema_state_dict())
+    reference = ToyModel().eval()  # a plain local copy
+    reference.load_state_dict({n: t.to_local() for n, t in ema.ema_state_dict().items()})
     with ema.evaluation_context():
         ema_out = graph(inputs=x)["prediction_scores"].numpy()
     np.testing.assert_allclose(ema_out, reference(x)["prediction_scores"].numpy(), rtol=1e-5, atol=1e-6)

@@ -158,10 +158,14 @@ def test_best_checkpointer_saves_the_final_evaluation_and_names_missing_metrics(
     assert ckpt.saved == [("model_best", 2, False)]  # 0.9 at the end is worse for "min"
     ckpt = FakeCheckpointer()
     trainer = Nothing()
-    trainer.register_hooks([hooks.EvalHook(3, lambda: {"acc": 1.0}), hooks.BestCheckpointer(3, ckpt, "score")])
-    trainer.train(0, 4)
-    assert ckpt.saved == []
-    assert "metric 'score' was not reported by the evaluation; reported: ['acc']" in caplog.text
+    calls = []
+    trainer.register_hooks([hooks.EvalHook(3, lambda: calls.append(1) or {"acc": 1.0}),
+                            hooks.BestCheckpointer(3, ckpt, "score")])
+    with pytest.raises(KeyError) as failure:  # at the first evaluation, not at the end
+        trainer.train(0, 100)
+    assert ckpt.saved == [] and len(calls) == 1 and trainer.iter == 2
+    assert str(failure.value).startswith("train.evaluation.eval_metric='score' is not a metric the "
+                                         "evaluation reports; it reports ['acc']")
 
 
 def test_hooks_that_keep_weights_say_when_and_the_nan_check_looks_first():

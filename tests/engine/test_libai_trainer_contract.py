@@ -203,7 +203,10 @@ def test_get_batch_turns_a_loader_batch_into_the_models_keyword_arguments(local_
     for device in (None, "cpu", "cuda"):  # "cuda" cannot be honoured on a CPU layout
         inputs = DefaultTrainer.get_batch(batch(), device)
         assert list(inputs) == ["inputs", "labels"]
-        assert inputs["inputs"].device == flow.device("cpu")
+        # global in one process too, as LiBai code expects: split over the data axis
+        for name, tensor in inputs.items():
+            assert tensor.placement == local_layout.stage_placement(0), name
+            assert list(tensor.sbp) == dist.get_nd_sbp([flow.sbp.split(0), flow.sbp.broadcast]), name
         np.testing.assert_array_equal(inputs["inputs"].numpy(), np.arange(8).reshape(4, 2))
         np.testing.assert_array_equal(inputs["labels"].numpy(), [0, 1, 1, 0])
     plain = {"inputs": flow.ones(2)}
@@ -253,7 +256,7 @@ def toy_runner(layout, n=16):
     from libai.data.build import build_image_train_loader
 
     flow.manual_seed(0)
-    model = ToyModel()
+    model = dist.convert_to_distributed_default_setting(ToyModel())  # LiBai's build_model does this
     loader, _, _ = build_image_train_loader(dataset=ToyDataset(n=n), train_batch_size=4, num_workers=0)
     optimizer = flow.optim.SGD(model.parameters(), lr=0.1)
     return EagerTrainer(model, loader, optimizer, layout=layout)

@@ -221,7 +221,7 @@ def launched(digits_dir, tmp_path_factory):
                     **{"dataloader.train.dataset.0.delay": 0.01})
     script = os.path.join(tmp, "start.sh")
     with open(script, "w") as f:  # the launcher is this script's child, in the script's process group
-        f.write("#!/bin/bash\n" + " ".join(f"'{a}'" for a in theirs) + " &\necho launcher=$!\nwait\nsleep 600\n")
+        f.write("#!/bin/bash\n" + " ".join(f"'{a}'" for a in theirs) + " &\necho launcher=$!\nwait\n")
     runs = {"ours": Run(ours, os.path.join(tmp, "ours.log")),
             "theirs": Run(["bash", script], os.path.join(tmp, "theirs.log"))}
     info: Dict[str, object] = {}
@@ -240,18 +240,13 @@ def launched(digits_dir, tmp_path_factory):
         info["ranks"] = [p for p in session_processes(runs[name].proc.pid) if p not in (launcher, runs[name].proc.pid)]
         os.kill(launcher, signal.SIGTERM)
         info["launcher_gone"] = _wait_gone(launcher)
-        # the script sleeps on: only the ranks' own stop may end what is left besides it
-        info["script"] = runs[name].proc.pid
 
     try:
-        _wait_launched(runs, ready, send, timeout=400)
+        wait_all(runs, ready, send, timeout=300)
     finally:
         for run in runs.values():
-            if run.proc.poll() is None and not session_processes(run.proc.pid):
-                run.proc.wait()
-        runs["theirs"].end()
-        if runs["ours"].proc.poll() is None:
-            runs["ours"].end()
+            if run.proc.poll() is None or session_processes(run.proc.pid):
+                run.end()
     return dict(runs=runs, info=info, out={n: os.path.join(tmp, n) for n in runs})
 
 
@@ -266,25 +261,6 @@ def _wait_gone(pid: int, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def _wait_launched(runs: Dict[str, Run], ready, send, timeout: float) -> None:
-    """Like wait_all, but "theirs" is done when every process of its session except the script
-    (which sleeps on) has ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pending = False
-        for name, run in runs.items():
-            if not run.signalled and run.proc.poll() is None and ready(name):
-                send(name)
-                run.signalled = True
-            left = [p for p in session_processes(run.proc.pid) if p != run.proc.pid or name == "ours"]
-            if not run.signalled or left or (name == "ours" and run.proc.poll() is None):
-                pending = True
-        if not pending:
-            return
-        time.sleep(0.1)
-    pytest.fail("launches did not end in time:\n" + "\n".join(f"{n}: {r.text()[-3000:]}" for n, r in runs.items()))
 
 
 def test_libai_launch_signalled_during_an_evaluation_with_workers_saves_one_checkpoint(launched):

@@ -98,3 +98,13 @@ def test_start_and_end_tokens_are_libais_common_names(bert_vocab_file):
     plain = WordTableTokenizer(WORDS)
     assert plain.start_token is None and plain.end_token_id is None
     assert "[CLS]" in BERT_TOKENS  # the fixture vocabulary has what the asserts above read
+
+
+def test_convert_to_tensors_is_a_tokenizer_method(bert_vocab_file):
+    """A LiBai subclass's own ``encode`` calls ``self.convert_to_tensors`` (ChatGLM's does)."""
+    tok = BertTokenizer(bert_vocab_file)
+    assert tok.convert_to_tensors([[1, 2], [3, 4]]) == [[1, 2], [3, 4]]
+    array = tok.convert_to_tensors([[1, 2], [3, 4]], return_tensors="np")
+    assert array.dtype.name == "int64" and array.tolist() == [[1, 2], [3, 4]]
+    tensor = tok.convert_to_tensors([5, 6], return_tensors="of")
+    assert tensor.tolist() == [5, 6] and not tensor.is_global

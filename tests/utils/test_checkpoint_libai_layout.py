@@ -15,6 +15,7 @@ import numpy as np
 import oneflow as flow
 import pytest
 
+from libai.config import LazyCall
 from libai.models import GPTForPreTraining, GPTModel
 from libai.models.utils.model_loader import GPT2LoaderLiBai
 from libai.scheduler import WarmupCosineLR
@@ -196,6 +197,9 @@ def test_weights_load_through_load_weight_and_gpt2_loader(tmp_path, local_layout
     save({k[len("GPT_model."):]: v for k, v in with_libai_names(model.state_dict()).items()}, base)
     loaded = GPT2LoaderLiBai(GPTForPreTraining, CFG, base).load()
     np.testing.assert_array_equal(logits(loaded), expected)
+    # a LazyCall node is built with libai_cfg as its cfg, as LiBai's loader does
+    node = LazyCall(GPTForPreTraining)(cfg=dict(CFG, hidden_size=8))
+    np.testing.assert_array_equal(logits(GPT2LoaderLiBai(node, CFG, path).load()), expected)
     bare = GPT2LoaderLiBai(GPTModel, CFG, os.path.join(path, "model")).load()
     bare.eval()
     with flow.no_grad():

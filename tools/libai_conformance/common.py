@@ -176,12 +176,15 @@ def command(engine: str, config: str, args: Sequence[str], prepared: Optional[Pr
     raise ValueError(f"engine must be 'libai' or 'upstream', got {engine!r}")
 
 
-def _run(cmd: List[str], cwd: str, env: Dict[str, str], timeout: float, log_path: str) -> (int, str):
+def _run(cmd: List[str], cwd: str, env: Dict[str, str], timeout: float, log_path: str,
+         engine: str) -> (int, str):
     full_env = {**os.environ, **env}
-    if "upstream" in log_path:
+    if engine == "upstream":
         full_env["LIBAI_REF"] = REF_ROOT
-        # upstream is imported from its checkout, never this repository
+        # upstream is imported from its checkout, never this repository; its data helpers are
+        # (re)built by `make` with the python3-config of the venv, which must come first on PATH
         full_env.pop("PYTHONPATH", None)
+        full_env["PATH"] = os.path.join(REF_ROOT, "venv", "bin") + os.pathsep + full_env.get("PATH", "")
     start = time.time()
     with open(log_path, "w", encoding="utf-8") as log:
         try:
@@ -231,18 +234,20 @@ def run_case(case: Case, libai_src: str, scratch_root: str, engine: str = "libai
         shared += prepared.upstream_overrides
     log = os.path.join(scratch, f"{engine}-train.log")
     code, text = _run(command(engine, prepared.config, [*shared, *prepared.train_overrides], prepared),
-                      cwd, prepared.env, timeout, log)
+                      cwd, prepared.env, timeout, log, engine)
     iterations, finite = read_metrics(out)
     status = "ok" if code == 0 else first_error(text)
     result = Result(case.name, case.kind, status, iterations, finite, "-", log=log)
     if code == 0 and prepared.eval_only:
         weights = find_weights(out)
-        args = [*shared, *prepared.eval_overrides, "--eval-only"]
+        # flags before the key=value overrides: LiBai's parser takes everything after the
+        # first override as overrides (libai accepts either order)
+        args = ["--eval-only", *shared, *prepared.eval_overrides]
         if weights:
             args.append(f"train.load_weight={weights}")
         eval_log = os.path.join(scratch, f"{engine}-eval.log")
         code, text = _run(command(engine, prepared.config, args, prepared), cwd, prepared.env, timeout,
-                          eval_log)
+                          eval_log, engine)
         result.eval_only = "ok" if code == 0 else first_error(text)
         if not weights and code == 0:
             result.eval_only = "ok (no checkpoint to load)"

@@ -26,6 +26,10 @@ COMMON = [
 # placement (libai/evaluation/utils.py), so upstream runs train without evaluation here
 UPSTREAM = ["train.dist.device_type=cpu", "train.input_placement_device=cpu",
             "train.evaluation.enabled=False"]
+# upstream's text models call CUDA-only fused kernels when these are on (libai picks the fused
+# op by device itself, so libai runs the configs as they are)
+UPSTREAM_UNFUSED = ["model.cfg.bias_gelu_fusion=False", "model.cfg.bias_dropout_fusion=False",
+                    "model.cfg.scale_mask_softmax_fusion=False"]
 SEQ = 64
 
 
@@ -71,7 +75,8 @@ def _bert_like(config: str, folder: str, seq_keys: List[str], model: List[str],
             prefix = os.path.join(scratch, "data_test", folder, names["prefix"])
             overrides += [f"dataloader.test.0.dataset.data_prefix={prefix}",
                           f"dataloader.test.0.dataset.indexed_dataset.data_prefix={prefix}"]
-        return Prepared(os.path.join(configs, config), overrides, upstream_overrides=UPSTREAM)
+        return Prepared(os.path.join(configs, config), overrides,
+                        upstream_overrides=UPSTREAM + UPSTREAM_UNFUSED)
 
     return prepare
 

@@ -9,13 +9,21 @@ from libai.engine.trainer import HookBase
 logger = logging.getLogger(__name__)
 
 
+class MetricNotReported(KeyError):
+    """``train.evaluation.eval_metric`` names a metric the evaluation did not report."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
 class BestCheckpointer(HookBase):
     """After each evaluation, saves ``model_best`` when ``val_metric`` improved.
 
     Place it after :class:`EvalHook`: it reacts to the results the evaluation publishes for
     the iteration just evaluated (whenever one runs), so ``eval_period`` (LiBai's first
     argument) is kept for reference only. ``mode`` is ``"max"`` (accuracy) or ``"min"``
-    (perplexity, loss).
+    (perplexity, loss). A ``val_metric`` the evaluation does not report stops training at the
+    first evaluation with :class:`MetricNotReported`, which lists the metrics it did report.
     """
 
     def __init__(self, eval_period: int, checkpointer: Any, val_metric: str, mode: str = "max",
@@ -36,11 +44,13 @@ class BestCheckpointer(HookBase):
         if results is None or self.weights_discarded():
             return
         if self.val_metric not in results:
-            logger.warning(
-                f"BestCheckpointer: metric {self.val_metric!r} was not reported by the evaluation; "
-                f"reported: {sorted(results)}. Set train.evaluation.eval_metric to one of them."
+            # A misspelt metric would otherwise train to the end and never keep a best model.
+            raise MetricNotReported(
+                f"train.evaluation.eval_metric={self.val_metric!r} is not a metric the evaluation "
+                f"reports; it reports {sorted(results)}. Set train.evaluation.eval_metric to one of "
+                f"them (e.g. train.evaluation.eval_metric={sorted(results)[0]!r} on the command "
+                "line), or change train.evaluation.evaluator"
             )
-            return
         value, metric_iter = float(results[self.val_metric]), self.trainer.latest_eval_iter
         if math.isnan(value):
             return

@@ -75,14 +75,50 @@ def _some_layout() -> Iterator[None]:
         yield
 
 
+def _warn_activation_mismatch(model: nn.Module, hf_config: Mapping[str, Any], path: str) -> None:
+    """The weights load whatever the activation; outputs then differ from the checkpoint's own,
+    silently. Say so when ``config.json``'s activation is not the one the model computes."""
+    from libai.models.pretrained.families.common import HF_TO_LIBAI_ACTIVATION
+
+    key = "hidden_act" if "hidden_act" in hf_config else "activation_function"
+    theirs = HF_TO_LIBAI_ACTIVATION.get(str(hf_config.get(key, "")))
+    ours = sorted({str(getattr(m.activation_func, "name", "")) for m in model.modules()
+                   if hasattr(m, "activation_func")} - {""})
+    if theirs is None or not ours or ours == [theirs]:
+        return
+    logger.warning(
+        "%s computes the activation %s but %s/config.json sets %s=%r (%s in libai): the weights "
+        "load, but the outputs will differ from the checkpoint's. Set the model's activation to %r "
+        "(e.g. model.cfg.activation / hidden_act) or use the matching checkpoint",
+        type(model).__name__, " and ".join(repr(a) for a in ours), path, key, hf_config.get(key), theirs, theirs)
+
+
+def _missing_name(entry: str) -> str:
+    """The libai tensor name in a :class:`LoadReport` ``missing`` entry."""
+    if entry.endswith(")") and " (for " in entry:
+        return entry.rsplit(" (for ", 1)[1][:-1]
+    return entry.split(" (", 1)[0]
+
+
+def _split_missing(missing: Any, backbone_prefix: str) -> Tuple[list, list]:
+    """``(task head, backbone)`` entries of ``missing``: with a backbone prefix (``bert.``), a
+    tensor outside it belongs to the class's own head (``classifier.weight``)."""
+    if not backbone_prefix:
+        return [], list(missing)
+    head = [m for m in missing if not _missing_name(m).startswith(backbone_prefix)]
+    return head, [m for m in missing if m not in head]
+
+
 def from_pretrained(cls: Type[nn.Module], path: str, strict: bool = True, **overrides: Any) -> nn.Module:
     """Build ``cls`` with the sizes of ``path/config.json`` (plus ``overrides``) and load its weights.
 
     Args:
         path: a Hugging Face model directory (``config.json`` and safetensors / ``.bin``).
-        strict: raise when a libai tensor is missing from the checkpoint (otherwise keep the
-            model's initial value and log it). Unexpected tensors and shape mismatches always
-            raise.
+        strict: raise when a tensor of the base model (the backbone) is missing from the
+            checkpoint (otherwise keep the model's initial value and log it). A task head the
+            checkpoint lacks (``BertForClassification`` from a base BERT) is initialised with a
+            warning naming it, as Hugging Face does, also when ``strict``. Unexpected tensors
+            and shape mismatches always raise.
         overrides: libai constructor arguments that replace the mapped ones (dropouts,
             fusions; sizes only if the weights still fit).
     """
@@ -125,14 +161,23 @@ def load_into(
     report = broadcast_object(report)
     if isinstance(report, Exception):
         raise report
-    if report.mismatched or report.unexpected or (strict and report.missing):
+    head, backbone = _split_missing(report.missing, family.targets[target].prefix)
+    if report.mismatched or report.unexpected or (strict and backbone):
+        if strict and backbone:
+            report.missing = backbone  # a new task head is not the problem
         raise PretrainedLoadError(report.describe(path, type(model).__name__))
-    if report.missing:
+    if head:
+        # Hugging Face's behaviour: a base checkpoint fine-tuned with a new task head.
+        logger.warning("%s: the task head %s is not in %s and was newly initialised; train it "
+                       "(fine-tune) before using the model's predictions. The backbone loaded in full.",
+                       type(model).__name__, ", ".join(_missing_name(m) for m in head), path)
+    if backbone:
         logger.warning("%s: kept the initial values of %d tensors absent from %s: %s",
-                       type(model).__name__, len(report.missing), path, ", ".join(report.missing))
+                       type(model).__name__, len(backbone), path, ", ".join(backbone))
     if report.unused_heads:
         logger.info("%s does not use these tensors of %s (another head): %s",
                     type(model).__name__, path, ", ".join(report.unused_heads))
+    _warn_activation_mismatch(model, hf_config, path)
     assign_state(model, arrays)
     model.pretrained_config = dict(hf_config)
     logger.info("Loaded %s from %s (%s)", type(model).__name__, path, family.__class__.__name__)

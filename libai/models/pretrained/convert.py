@@ -44,17 +44,28 @@ class LoadReport:
     def describe(self, where: str, target: str) -> str:
         lines = [f"the checkpoint {where} does not fit {target}:"]
         if self.missing:
-            lines.append(f"  missing from the checkpoint ({len(self.missing)}): {', '.join(self.missing)}")
+            lines.append(f"  missing from the checkpoint ({len(self.missing)}): {_first(self.missing)}")
         if self.unexpected:
             lines.append(f"  unexpected in the checkpoint ({len(self.unexpected)}): "
-                         f"{', '.join(self.unexpected)}")
-        for ours, theirs, got, want in self.mismatched:
+                         f"{_first(self.unexpected)}")
+        for ours, theirs, got, want in self.mismatched[:_SHOWN]:
             lines.append(f"  shape mismatch: {ours} (from {', '.join(theirs)}) is {got} in the "
                          f"checkpoint but {want} in the model")
+        if len(self.mismatched) > _SHOWN:  # a whole model of another size: the first few say it
+            lines.append(f"  ... and {len(self.mismatched) - _SHOWN} more shape mismatches "
+                         f"({len(self.mismatched)} in all)")
         lines.append("Check that config.json belongs to these weights and that overrides do not "
                      "change sizes; pass strict=False to keep the model's own values for missing "
                      "tensors (each is logged).")
         return "\n".join(lines)
+
+
+_SHOWN = 5  # entries of each kind an error lists (a wrong-size model mismatches every tensor)
+
+
+def _first(names: List[str]) -> str:
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f", ... and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
 
 
 def to_libai(

@@ -88,3 +88,15 @@ def test_default_trainer_hands_the_dataset_nodes_over_unbuilt(corpus, tmp_path):
     assert train.batch_sampler.batch_size_per_rank == 3
     assert valid is not None and test is not None
     assert next(iter(valid)).get("input_ids").tensor.shape[0] == 2
+
+
+def test_split_counts_replace_a_nodes_max_num_samples(corpus, tmp_path):
+    """As LiBai's loader does: each part's count goes into the node's ``max_num_samples``."""
+    node = _node(corpus, tmp_path)
+    node.max_num_samples = 3  # LiBai's configs may carry one; the split's count wins
+    train, valid, test = build_nlp_train_val_test_loader(
+        dataset=[node], splits=[[80.0, 10.0, 10.0]], weights=[1.0],
+        train_val_test_num_samples=[7, 2, 1], train_batch_size=1, test_batch_size=1, num_workers=0,
+    )
+    assert (len(train.dataset), len(valid.dataset), len(test.dataset)) == (7, 2, 1)
+    assert node.max_num_samples == 3  # the config is left as it was

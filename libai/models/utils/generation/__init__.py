@@ -8,6 +8,7 @@ from libai.models.utils.generation.mixin import GenerationMixin
 from libai.models.utils.generation.processors import (
     LogitsProcessor,
     LogitsProcessorList,
+    MinLengthLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -20,6 +21,7 @@ __all__ = [
     "GenerationMixin",
     "LogitsProcessor",
     "LogitsProcessorList",
+    "MinLengthLogitsProcessor",
     "RepetitionPenaltyLogitsProcessor",
     "TemperatureLogitsWarper",
     "TopKLogitsWarper",

@@ -25,7 +25,7 @@ broadcast global tensors on the first stage. Sampling draws from ``generator`` (
 default generator), identically on every rank.
 """
 import logging
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import oneflow as flow
@@ -84,6 +84,9 @@ class GenerationMixin:
         use_cache: bool = True,
         generator: Optional[flow.Generator] = None,
         logits_processor: Optional[List[LogitsProcessor]] = None,
+        min_length: Optional[int] = None,
+        min_new_tokens: Optional[int] = None,
+        **unsupported: Any,
     ) -> flow.Tensor:
         """Continue ``input_ids`` ``[batch, len]`` (prompts; for encoder-decoder models the
         encoder input) and return the tokens as a local int64 tensor, the same on every rank.
@@ -104,7 +107,15 @@ class GenerationMixin:
                 False recomputes the whole sequence every step (same tokens, slower).
             generator: a ``flow.Generator`` for reproducible sampling.
             logits_processor: extra processors, applied after the repetition penalty.
+            min_length, min_new_tokens: no end-of-sequence token before the sequence has
+                ``min_length`` tokens (prompt included) or ``min_new_tokens`` new ones
+                (Hugging Face's meaning; both given: the longer wins).
+
+        Other keywords of ``transformers``' ``generate`` that libai does not implement
+        (``no_repeat_ngram_size``, ``output_scores``, ``streamer``, ...) are refused by name
+        with a ``TypeError``, rather than silently ignored.
         """
+        _refuse_unsupported(unsupported)
         if getattr(self, "training", False):
             logger.warning("generate() called in training mode: dropout is active; call "
                            "model.eval() first for deterministic results")
@@ -135,9 +146,11 @@ class GenerationMixin:
                 f"nothing to generate: max_length={max_length} <= input length {start_len}; "
                 "raise max_new_tokens"
             )
+        least = _min_total_length(min_length, min_new_tokens, start_len)
         processors = build_processors(
             do_sample=do_sample, num_beams=num_beams, temperature=temperature, top_k=top_k,
             top_p=top_p, repetition_penalty=repetition_penalty, extra=logits_processor,
+            min_length=least, eos_token_id=eos,
         )
         run = _Runner(self, prompts, mask, start, use_cache)
         if num_beams > 1:
@@ -276,6 +289,49 @@ class _Runner:
             self.mask = flow.cat([self.mask, ones], dim=1)
         if self.positions is not None:
             self.positions = flow.cat([self.positions, self.positions[:, -1:] + 1], dim=1)
+
+
+# Keywords of transformers' ``generate`` / ``GenerationConfig`` that libai does not implement.
+_TRANSFORMERS_ONLY = (
+    "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids", "force_words_ids",
+    "constraints", "typical_p", "epsilon_cutoff", "eta_cutoff", "diversity_penalty",
+    "num_beam_groups", "penalty_alpha", "encoder_repetition_penalty", "renormalize_logits",
+    "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
+    "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+    "forced_decoder_ids", "sequence_bias", "guidance_scale", "low_memory", "output_scores",
+    "output_logits", "output_attentions", "output_hidden_states", "return_dict_in_generate",
+    "streamer", "stopping_criteria", "prefix_allowed_tokens_fn", "synced_gpus", "assistant_model",
+    "negative_prompt_ids", "max_time", "stop_strings", "generation_config", "bos_token_id",
+)
+
+
+def _refuse_unsupported(unsupported: Dict[str, Any]) -> None:
+    if not unsupported:
+        return
+    names = sorted(unsupported)
+    known = [n for n in names if n in _TRANSFORMERS_ONLY]
+    unknown = [n for n in names if n not in _TRANSFORMERS_ONLY]
+    parts = []
+    if known:
+        parts.append(f"{', '.join(known)}: transformers' generate() option(s) libai does not "
+                     "implement; leave them out (or implement them as a LogitsProcessor and pass "
+                     "it in logits_processor=[...])")
+    if unknown:
+        parts.append(f"{', '.join(unknown)}: not a generate() keyword (misspelt?)")
+    raise TypeError("generate() got unsupported keyword argument(s): " + "; ".join(parts))
+
+
+def _min_total_length(min_length: Optional[int], min_new_tokens: Optional[int],
+                      start_len: int) -> Optional[int]:
+    """The total length before which end-of-sequence is forbidden, or None."""
+    values = []
+    for name, value in (("min_length", min_length), ("min_new_tokens", min_new_tokens)):
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        values.append(value if name == "min_length" else start_len + value)
+    return max(values) if values else None
 
 
 def _reorder(past: Any, index: flow.Tensor) -> Any:

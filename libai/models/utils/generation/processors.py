@@ -3,8 +3,8 @@
 Each processor is a callable ``(input_ids [rows, len], scores [rows, vocab]) -> scores`` on
 local tensors. Greedy search and sampling apply them to the raw next-token logits; beam search
 applies them to the log-probabilities (as ``transformers`` does). The order of the list
-:func:`build_processors` makes is Hugging Face's: repetition penalty first, then, only when
-sampling, temperature, top-k and top-p.
+:func:`build_processors` makes is Hugging Face's: repetition penalty first, the minimum length,
+then, only when sampling, temperature, top-k and top-p.
 """
 from typing import List, Optional
 
@@ -13,6 +13,7 @@ import oneflow as flow
 __all__ = [
     "LogitsProcessor",
     "LogitsProcessorList",
+    "MinLengthLogitsProcessor",
     "RepetitionPenaltyLogitsProcessor",
     "TemperatureLogitsWarper",
     "TopKLogitsWarper",
@@ -55,6 +56,26 @@ class RepetitionPenaltyLogitsProcessor(LogitsProcessor):
         seen = flow.gather(scores, 1, input_ids)
         seen = flow.where(seen < 0, seen * self.penalty, seen / self.penalty)
         return flow.scatter(scores, 1, input_ids, seen)
+
+
+class MinLengthLogitsProcessor(LogitsProcessor):
+    """Forbid the end-of-sequence tokens while the sequences are shorter than ``min_length``
+    (tokens so far, prompt included for decoder-only models), as Hugging Face's processor of
+    the same name does; ``generate(min_new_tokens=n)`` counts from the prompt's end."""
+
+    def __init__(self, min_length: int, eos_token_id) -> None:
+        if not isinstance(min_length, int) or isinstance(min_length, bool) or min_length < 0:
+            raise ValueError(f"min_length must be a non-negative integer, got {min_length!r}")
+        ids = [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or [])
+        self.min_length = min_length
+        self.eos_token_id = ids
+
+    def __call__(self, input_ids: flow.Tensor, scores: flow.Tensor) -> flow.Tensor:
+        if input_ids.shape[-1] >= self.min_length or not self.eos_token_id:
+            return scores
+        block = flow.zeros(scores.shape[-1], dtype=flow.bool, device=scores.device)
+        block[self.eos_token_id] = True
+        return scores.masked_fill(block.unsqueeze(0).expand_as(scores), _FILTERED)
 
 
 class TemperatureLogitsWarper(LogitsProcessor):
@@ -118,6 +139,8 @@ def build_processors(
     top_p: Optional[float],
     repetition_penalty: Optional[float],
     extra: Optional[List[LogitsProcessor]] = None,
+    min_length: Optional[int] = None,
+    eos_token_id=None,
 ) -> LogitsProcessorList:
     """The processors ``generate`` applies, in Hugging Face's order.
 
@@ -127,6 +150,8 @@ def build_processors(
     processors = LogitsProcessorList()
     if repetition_penalty is not None and repetition_penalty != 1.0:
         processors.append(RepetitionPenaltyLogitsProcessor(repetition_penalty))
+    if min_length:
+        processors.append(MinLengthLogitsProcessor(min_length, eos_token_id))
     processors.extend(extra or [])
     if do_sample:
         keep = 2 if num_beams > 1 else 1

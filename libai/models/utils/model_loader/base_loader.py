@@ -6,6 +6,7 @@ checkpoint's ``config.json`` and ``kwargs`` on top (LiBai's precedence), then lo
 weights. The mapping, the checks and the placement under the layout are
 :func:`libai.models.pretrained.load_into`'s; nothing here computes differently.
 """
+import copy
 import inspect
 import logging
 from typing import Any, Dict, List, Mapping, Tuple, Type, Union
@@ -99,8 +100,12 @@ class ModelLoaderLiBai(ModelLoader):
 
         cls = _model_class(self.model)
         args = _merge(self.libai_cfg or {}, self.kwargs)
+        node = self.model
+        if not isinstance(node, type) and self.libai_cfg is not None and "cfg" in node:
+            node = copy.deepcopy(node)  # LiBai builds a LazyCall node with libai_cfg as its cfg
+            node.cfg = args
         with api._some_layout():
-            model = cls(**_known(cls, args)) if isinstance(self.model, type) else instantiate(self.model)
+            model = cls(**_known(cls, args)) if isinstance(node, type) else instantiate(node)
         checkpointer = Checkpointer(model)
         checkpointer.load_weights_only(self.pretrained_model_path)
         done = checkpointer.last_load_report
