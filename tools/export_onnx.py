@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Export a libai model (GPT-2, BERT) to ONNX and check it with onnxruntime.
 
-    python tools/export_onnx.py --hf DIR --output model.onnx [--batch-size 1 --seq-length N (default 128, or the model's position count)]
+    python tools/export_onnx.py --hf DIR --output model.onnx [--batch-size 1 --seq-length N]
     python tools/export_onnx.py --config-file CFG --weights DIR --output model.onnx
 
 ``--hf DIR``: a Hugging Face directory (config.json + weights); the libai class is chosen from
@@ -9,7 +9,8 @@ config.json's ``architectures``. ``--config-file CFG``: a libai config (``.py``/
 training output_dir holding config.yaml) whose ``model`` is built, with weights from
 ``--weights`` (a libai checkpoint directory or a Hugging Face directory; an output_dir's own
 model_final by default). The file takes inputs of exactly ``--batch-size`` x ``--seq-length``
-(pad to it). Loading is libai.inference's; exporting is libai.models.utils.onnx_export's.
+(pad to it); ``--seq-length`` defaults to 128, or to the model's position count when it has fewer,
+and a longer one is refused with the largest that fits. Loading is libai.inference's; exporting is libai.models.utils.onnx_export's.
 See docs/onnx_export.md.
 """
 import argparse

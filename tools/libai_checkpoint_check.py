@@ -295,16 +295,19 @@ UPSTREAM_FAMILIES = textwrap.dedent('''
                 cfg.cfg[key] = False
         model = instantiate(cfg)
         model._apply(dist.convert_to_distributed_default_setting)
-        with flow.no_grad():
-            for key, tensor in model.named_parameters():  # buffers are computed: kept
-                noise = np.random.RandomState(zlib.crc32(key.encode())).randn(*tensor.shape)
-                tensor.copy_(flow.tensor((tensor.numpy() + 0.1 * noise).astype(np.float32)).to_global(**place))
-        Checkpointer(model, os.path.join(spec["out"], name)).save("model_0000000")
+        if spec.get("load"):  # the export of libai's model, read back by LiBai
+            Checkpointer(model).load(os.path.join(spec["load"], name, "model_0000000"), checkpointables=[])
+        else:
+            with flow.no_grad():
+                for key, tensor in model.named_parameters():  # buffers are computed: kept
+                    noise = np.random.RandomState(zlib.crc32(key.encode())).randn(*tensor.shape)
+                    tensor.copy_(flow.tensor((tensor.numpy() + 0.1 * noise).astype(np.float32)).to_global(**place))
+            Checkpointer(model, os.path.join(spec["out"], name)).save("model_0000000")
         inputs = {k: flow.tensor(v).to_global(**place) for k, v in np.load(os.path.join(spec["out"], name + "_inputs.npz")).items()}
         model.eval()
         with flow.no_grad():
             out = model(**inputs)
-        np.savez(os.path.join(spec["out"], name + "_outputs.npz"),
+        np.savez(os.path.join(spec["out"], name + spec.get("suffix", "") + "_outputs.npz"),
                  **{k: v.to_local().numpy() for k, v in out.items() if isinstance(v, flow.Tensor)})
 ''')
 
@@ -332,6 +335,12 @@ def libai_family_outputs(ref_src: str, name: str, folder: str) -> Dict[str, Dict
     with dist.ParallelLayout.from_config({"device_type": "cpu"}):
         built = {"Checkpointer.load": instantiate(cfg)}
         Checkpointer(built["Checkpointer.load"]).load(path)
+        # libai's own checkpoint of it, exported to LiBai's layout for the way back
+        ours = Checkpointer(built["Checkpointer.load"], os.path.join(folder, "ours", name)).save(
+            "model_0000000", iteration=0)
+        from libai.utils.checkpoint_convert import export_to_libai_upstream
+
+        export_to_libai_upstream(ours, os.path.join(folder, "exported", name))
         if loader:
             built[loader] = getattr(loaders, loader)(cfg, cfg.cfg, path).load()
         for route, model in built.items():
@@ -496,6 +505,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         runner.upstream_script(UPSTREAM_FAMILIES, {
             "shims": runner.shims, "src": os.path.join(runner.ref, "src"), "out": fam_dir,
             "families": FAMILIES}, "up_families.log")
+        mine: Dict[str, Dict[str, Any]] = {}
         for name in FAMILIES:
             theirs = dict(np.load(os.path.join(fam_dir, name + "_outputs.npz")))
             inputs = dict(np.load(os.path.join(fam_dir, name + "_inputs.npz")))
@@ -504,6 +514,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             except Exception as exc:  # report and go on: one family must not hide the others
                 report.add(f"LiBai -> libai {name}", False, f"{type(exc).__name__}: {str(exc)[:300]}")
                 continue
+            mine[name] = routes["Checkpointer.load"]
             for route, outputs in routes.items():
                 for key in sorted(theirs):
                     if key not in outputs:
@@ -517,6 +528,21 @@ def main(argv: Optional[List[str]] = None) -> int:
                         ours_out, theirs_out = ours_out[real], theirs_out[real]
                     compare_logits(report, f"LiBai -> libai {name} {route} {key}",
                                    ours_out, theirs_out, args.tol)
+
+        runner.upstream_script(UPSTREAM_FAMILIES, {
+            "shims": runner.shims, "src": os.path.join(runner.ref, "src"), "out": fam_dir,
+            "families": {n: FAMILIES[n] for n in mine}, "load": os.path.join(fam_dir, "exported"),
+            "suffix": "_export"}, "up_families_export.log")
+        for name, outputs in mine.items():
+            theirs = dict(np.load(os.path.join(fam_dir, name + "_export_outputs.npz")))
+            inputs = dict(np.load(os.path.join(fam_dir, name + "_inputs.npz")))
+            for key in sorted(theirs):
+                ours_out, theirs_out = outputs[key], theirs[key]
+                if "attention_mask" in inputs and ours_out.ndim == 3:
+                    real = inputs["attention_mask"]
+                    ours_out, theirs_out = ours_out[real], theirs_out[real]
+                compare_logits(report, f"libai -> LiBai {name} (exported, LiBai Checkpointer.load) {key}",
+                               ours_out, theirs_out, args.tol)
 
     if "gpt" in args.checks:
         eager = "graph.enabled=False"

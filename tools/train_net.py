@@ -2,7 +2,7 @@
 """Train or evaluate a model described by a libai config file.
 
     python tools/train_net.py --config-file CFG [--resume] [--eval-only] [key=value ...]
-    python -m oneflow.distributed.launch --nproc_per_node N tools/train_net.py --config-file CFG
+    python -m libai.launch --nproc_per_node N tools/train_net.py --config-file CFG
 
 Everything happens in ``libai.engine.cli`` (``main``; ``launch_main`` adds the exit status);
 projects call the same functions. A run that fails (e.g. stopped by the NaN check) exits with

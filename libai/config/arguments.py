@@ -2,7 +2,7 @@
 
 ``tools/train_net.py`` and projects parse the same flags, so ``--help`` reads the same
 everywhere. Multi-process and multi-node flags (``--nproc_per_node``, ``--nnodes``, ...) are not
-here: they belong to ``python -m oneflow.distributed.launch``, which sets the environment each
+here: they belong to ``python -m libai.launch`` (OneFlow's launcher's flags), which sets the environment each
 process reads.
 """
 import argparse
@@ -53,7 +53,7 @@ examples:
         --nodes 128 --devices-per-node 8 --device-memory 80GiB [--suggest]
 
   two processes on this machine:
-    python -m oneflow.distributed.launch --nproc_per_node 2 tools/train_net.py \\
+    python -m libai.launch --nproc_per_node 2 tools/train_net.py \\
         --config-file configs/my_config.py
 """
 

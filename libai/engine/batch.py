@@ -2,7 +2,9 @@
 
 A loader yields an :class:`~libai.data.structures.Instance` whose fields are
 :class:`~libai.data.structures.DistTensorData`; the model is called as ``model(**fields)`` with
-tensors placed by the run's :class:`~libai.utils.distributed.ParallelLayout`. This module holds
+global tensors placed by the run's :class:`~libai.utils.distributed.ParallelLayout` (in every
+run, one process included, so a ``get_batch`` override or a model can read ``.sbp`` and
+``.placement`` as LiBai code does). This module holds
 that conversion (:func:`place_batch`, which ``DefaultTrainer.get_batch`` is, under LiBai's name
 and signature), the split of a step's batch into micro-batches for Eager accumulation, and the
 early check that field names fit ``forward``.
@@ -61,8 +63,8 @@ def place_batch(
 ) -> Dict[str, Any]:
     """A loader batch as the model's keyword arguments, placed by ``layout``.
 
-    An :class:`Instance` has its ``DistTensorData`` fields made (global) tensors on their
-    pipeline stage; a plain mapping is passed through (it needs no layout). ``mixup_func`` (LiBai passes the loader's
+    An :class:`Instance` has its ``DistTensorData`` fields made global tensors on their
+    pipeline stage (one process included, as in LiBai: user code may read ``.sbp``); a plain mapping is passed through (it needs no layout). ``mixup_func`` (LiBai passes the loader's
     ``mixup_func``) is applied to a batch whose labels are still class indices; libai's loaders
     mix in the main process already, and a batch that carries soft targets is not mixed twice.
     """

@@ -46,7 +46,9 @@ def load_config(args: argparse.Namespace) -> Any:
     cfg = complete_config(LazyConfig.load(args.config_file))
     if getattr(args, "smoke", False):  # before the overrides: what the user sets wins
         apply_smoke(cfg)
+    before = _numeric_values(cfg, list(args.opts or []))
     cfg = LazyConfig.apply_overrides(cfg, list(args.opts or []))
+    _check_numbers_stayed_numbers(cfg, before)
     if getattr(args, "fast_dev_run", False):
         _apply_fast_dev_run(cfg)
     return cfg
@@ -70,6 +72,39 @@ def available_configs(near: str) -> List[str]:
                 found.add(os.path.relpath(path))
     close = difflib.get_close_matches(os.path.relpath(os.path.abspath(near)), sorted(found), n=3, cutoff=0.5)
     return close + sorted(found - set(close))
+
+
+def _numeric_values(cfg: Any, opts: Sequence[str]) -> dict:
+    """The numbers (and booleans) that the overrides ``opts`` are about to replace."""
+    from omegaconf import OmegaConf
+
+    found = {}
+    for item in opts:
+        key = item.split("=", 1)[0].lstrip("+~")
+        if "=" not in item:
+            continue
+        try:
+            old = OmegaConf.select(cfg, key, default=None)
+        except Exception:
+            continue
+        if isinstance(old, (bool, int, float)):
+            found[key] = old
+    return found
+
+
+def _check_numbers_stayed_numbers(cfg: Any, before: Mapping[str, Any]) -> None:
+    """``train.train_iter=ten`` parses as the string 'ten' and would fail much later, deep in
+    the trainer: refuse a word where the config holds a number or a boolean."""
+    from omegaconf import OmegaConf
+
+    for key, old in before.items():
+        new = OmegaConf.select(cfg, key, default=None)
+        if isinstance(new, str):
+            kind = "True or False" if isinstance(old, bool) else "a number"
+            raise ValueError(
+                f"Override {key}={new!r}: {key} is {kind} (the config has {old!r}), not text. "
+                f"Write e.g. {key}={old!r}"
+            )
 
 
 def _check_config_file(path: str) -> None:

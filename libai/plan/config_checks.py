@@ -5,7 +5,9 @@ preflight reports every problem at once. The rules are the trainer's (``libai.en
 triple and iteration rules, ``ParallelLayout``'s world-size rule); the messages name the key and
 the fix.
 """
+import copy
 import difflib
+import functools
 import inspect
 from typing import Any, Iterator, List, Optional, Tuple
 
@@ -28,16 +30,21 @@ def complete(cfg: Any) -> Tuple[Any, List[Problem]]:
             problems.append(Problem(field, f"the config defines no '{field}'; a training config "
                                            "needs model, train, optim, dataloader (and graph)"))
     if "graph" not in cfg:
-        cfg.graph = get_config("common/models/graph.py").graph
+        cfg.graph = copy.deepcopy(_defaults("common/models/graph.py", "graph"))
     for field, default_file in (("train", "common/train.py"), ("graph", "common/models/graph.py")):
         if field not in cfg:
             continue
-        default = getattr(get_config(default_file), field)
-        merged, unknown = merge_with_defaults(cfg[field], default, path=field)
+        merged, unknown = merge_with_defaults(cfg[field], _defaults(default_file, field), path=field)
         cfg[field] = merged
         for item in unknown:  # an old LiBai name only warns: LiBai's own configs carry them
             problems.append(Problem(item.key, item.message(), "warning" if item.legacy else "error"))
     return cfg, problems
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults(path: str, field: str) -> Any:
+    """A built-in default node, loaded once (merging reads it and never changes it)."""
+    return getattr(get_config(path), field)
 
 
 def check_unknown_keys(cfg: Any) -> List[Problem]:

@@ -108,8 +108,9 @@ def _world(cfg: Any, world_size: Optional[int], nodes: Optional[int], per_node: 
         return int(world_size)
     if nodes is not None and per_node is not None:
         return int(nodes) * int(per_node)
-    if os.environ.get("WORLD_SIZE"):
-        return int(os.environ["WORLD_SIZE"])
+    launched = int(os.environ.get("WORLD_SIZE") or 1)  # importing oneflow sets it to 1
+    if launched > 1:
+        return launched
     d = cfg.train.dist
     return int(d.get("data_parallel_size") or 1) * int(d.get("tensor_parallel_size") or 1) * int(
         d.get("pipeline_parallel_size") or 1)
@@ -155,11 +156,11 @@ def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = N
     from libai.config import LazyConfig
 
     cfg, problems = config_checks.complete(copy.deepcopy(cfg))  # defaults first, as the trainer
-    if overrides:
+    for override in overrides:  # one at a time, so every bad one is reported
         try:
-            cfg = LazyConfig.apply_overrides(cfg, list(overrides))
+            cfg = LazyConfig.apply_overrides(cfg, [override])
         except Exception as exc:  # noqa: BLE001 - a bad override is one more problem
-            problems.append(Problem("overrides", str(exc).strip()))
+            problems.append(Problem(override.split("=", 1)[0].lstrip("+~"), str(exc).strip()))
     dev = device_from_options(device, device_memory, device_flops, link_bandwidth, inter_node_bandwidth)
     if any(p.key in ("train", "model") and "defines no" in p.message for p in problems):
         return Plan(problems, world_size=int(world_size or 1), device=dev)

@@ -97,7 +97,7 @@ def forward_arguments(model_cls: Any) -> Tuple[List[str], List[str], bool]:
 
 
 def check_data(cfg: Any, tokenizer: Any, model_cls: Any, limits: Dict[str, int],
-               num_samples: int = 2) -> Tuple[DataFacts, List[Problem]]:
+               num_samples: int = 1) -> Tuple[DataFacts, List[Problem]]:
     """Build each dataset of ``cfg.dataloader`` and check its first samples (module doc).
 
     ``limits`` holds what the model allows: ``vocab_size``, ``max_positions``, ``img_size``.
@@ -187,20 +187,21 @@ def _check_sample(key: str, sample: Any, model_cls: Any, limits: Dict[str, int],
 def _check_tensor(key: str, name: str, value: flow.Tensor, limits: Dict[str, int]) -> List[Problem]:
     problems = []
     integer = value.dtype in (flow.int64, flow.int32, flow.int8, flow.uint8, flow.bool)
+    array = value.numpy() if integer and value.numel() else None  # one read of the values
     is_ids = name.endswith("ids") or name in ("labels", "lm_labels", "tokens")
     if is_ids and not integer:
         return [Problem(f"{key}.{name}", f"'{name}' is {value.dtype}; ids and labels must be integers "
                                          "(flow.long)")]
     vocab = limits.get("vocab_size")
-    if is_ids and value.numel() and name.endswith("input_ids") and vocab:
-        high, low = int(value.max()), int(value.min())
+    if is_ids and array is not None and name.endswith("input_ids") and vocab:
+        high, low = int(array.max()), int(array.min())
         if high >= vocab or low < 0:
             problems.append(Problem(f"{key}.{name}", (
                 f"token ids span [{low}, {high}] but the model's vocabulary has {vocab} entries; "
                 "match model.cfg.vocab_size to the tokenizer")))
-    if name.endswith("labels") and value.numel() and integer:
+    if name.endswith("labels") and array is not None:
         classes = limits.get("num_classes") or (vocab if "lm" in name or name == "labels" else None)
-        high = int(value.max())
+        high = int(array.max())
         if classes and high >= classes:
             problems.append(Problem(f"{key}.{name}", (
                 f"labels reach {high} but the model predicts {classes} classes; match the model's "

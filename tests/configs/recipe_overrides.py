@@ -47,6 +47,15 @@ RECIPE_OVERRIDES = {
         "dataloader.train.dataset.0.data_prefix='{gpt_prefix}'",
         "dataloader.test.0.dataset.data_prefix='{gpt_prefix}'",
     ],
+    'gpt3_175b_pretrain': [  # GPT-3's 8×8 tensor × pipeline layout and 1536 batch, undone
+        'model.cfg.vocab_size=384',
+        "tokenization.tokenizer.vocab_file='{gpt_vocab}'",
+        "tokenization.tokenizer.merges_file='{gpt_merges}'",
+        "dataloader.train.dataset.0.data_prefix='{gpt_prefix}'",
+        "dataloader.test.0.dataset.data_prefix='{gpt_prefix}'",
+        'train.dist.tensor_parallel_size=1', 'train.dist.pipeline_parallel_size=1',
+        'train.global_batch_size=None',
+    ],
     't5_large_pretrain': [
         'model.cfg.vocab_size=256',
         "tokenization.tokenizer.vocab_file='{bert_vocab}'",

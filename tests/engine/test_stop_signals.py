@@ -283,3 +283,22 @@ def test_ranks_of_oneflows_launcher_stop_and_save_when_it_dies(launched):
     assert len(stops) == 2 and len(set(stops)) == 1 and stops[0][1] == "SIGTERM", text[-3000:]
     assert load_last_checkpoint(out) == int(stops[0][0])
     assert "Traceback" not in text, text[-3000:]
+
+
+def test_import_libai_in_a_launched_rank_asks_for_sigterm_when_the_launcher_dies():
+    """What makes the ranks of OneFlow's launcher stop (above); an unlaunched process and a
+    rank of libai.launch (which set SIGKILL before exec) keep what they had."""
+    code = ("import ctypes, os, signal, sys; import libai; v = ctypes.c_int(0); "
+            "ctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0); print(v.value)")
+    launched = {**os.environ, "RANK": "1", "LOCAL_RANK": "1", "MASTER_PORT": "29999", "WORLD_SIZE": "1"}
+    plain = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "MASTER_PORT")}
+    got = {name: subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                                timeout=60).stdout.strip()
+           for name, env in (("launched", launched), ("plain", plain))}
+    assert got == {"launched": str(int(signal.SIGTERM)), "plain": "0"}, got
+    preset = ("import ctypes, subprocess, sys; "
+              "subprocess.run([sys.executable, '-c', %r], preexec_fn=lambda: ctypes.CDLL(None).prctl(1, 9, 0, 0, 0))"
+              % code)
+    out = subprocess.run([sys.executable, "-c", preset], cwd=REPO, env=launched, capture_output=True, text=True,
+                         timeout=60).stdout.strip()
+    assert out == str(int(signal.SIGKILL))

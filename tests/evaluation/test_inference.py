@@ -8,6 +8,7 @@ import pytest
 
 from libai.data.structures import DistTensorData, Instance
 from libai.evaluation import ClsEvaluator, DatasetEvaluator, inference_on_dataset
+from libai.utils import distributed as dist
 from libai.utils.testing import launch, tagged_lines
 
 NUM_SAMPLES, NUM_CLASSES, BATCH = 10, 4, 4
@@ -48,7 +49,10 @@ class LookupModel(flow.nn.Module):
 
     def forward(self, ids, labels=None):
         self.seen_modes.append((self.training, flow.is_grad_enabled()))
-        scores = flow.tensor(SCORES)[ids] * self.scale
+        table = flow.tensor(SCORES)
+        if self.scale.is_global:  # placed like its parameter (LiBai style)
+            table = table.to_global(placement=self.scale.placement, sbp=self.scale.sbp)
+        scores = table[ids] * self.scale
         return {"prediction_scores": scores, "batch_total": scores.sum()}
 
 
@@ -106,8 +110,9 @@ def test_eval_iter_caps_the_number_of_batches():
 
 def test_layout_places_inputs_and_custom_get_batch_is_used(local_layout):
     recorder = IdRecorder()
+    model = dist.convert_to_distributed_default_setting(LookupModel())  # global, as the layout's inputs
     results = inference_on_dataset(
-        LookupModel(), PaddedLoader(), [recorder, ClsEvaluator((1,))], layout=local_layout
+        model, PaddedLoader(), [recorder, ClsEvaluator((1,))], layout=local_layout
     )
     assert sorted(recorder.ids) == list(range(NUM_SAMPLES))
     assert results["Acc@1"] == pytest.approx(70.0)

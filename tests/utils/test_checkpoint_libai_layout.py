@@ -336,3 +336,47 @@ def test_bert_names_map_both_ways(local_layout):
     assert set(theirs) == LIBAI_BERT_KEYS
     back, renamed = to_model_names(theirs, own)
     assert set(back) == set(own) and len(renamed) == len(set(LIBAI_BERT_KEYS) - set(own))
+
+
+def test_swin_qkv_rows_are_regrouped_both_ways(tmp_path, local_layout):
+    """LiBai's Swin orders the fused q/k/v rows [q|k|v][head][dim] and stores its position-index
+    buffers; libai's orders them [head][q|k|v][dim]."""
+    from libai.models import SwinTransformer
+
+    def swin():
+        return SwinTransformer(img_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
+                               num_heads=[2, 2], window_size=4, num_classes=10, drop_path_rate=0.0)
+
+    flow.manual_seed(0)
+    model = swin()
+    images = flow.tensor(np.random.RandomState(0).randn(2, 3, 32, 32).astype(np.float32))
+
+    def outputs(m):
+        m.eval()
+        with flow.no_grad():
+            return m(images)["prediction_scores"].numpy()
+
+    theirs = {}
+    for key, value in model.state_dict().items():
+        value = value.numpy()
+        if key.endswith("attn.qkv.weight") or key.endswith("attn.qkv.bias"):
+            heads, rest = 2, value.shape[1:]  # [head][qkv][dim] -> [qkv][head][dim]
+            value = value.reshape((heads, 3, -1) + rest).swapaxes(0, 1).reshape(value.shape)
+        theirs[key] = flow.tensor(value)
+    for layer in (0, 1):
+        theirs[f"layers.{layer}.blocks.0.attn.relative_position_index"] = flow.zeros(16, 16, dtype=flow.int64)
+    path = str(tmp_path / "libai" / "model_0000000")
+    os.makedirs(path)
+    flow.save(theirs, os.path.join(path, "model"))
+    flow.manual_seed(1)
+    mine = swin()
+    Checkpointer(mine).load(path)
+    np.testing.assert_allclose(outputs(mine), outputs(model), rtol=1e-6, atol=1e-6)
+
+    run = str(tmp_path / "run")
+    Checkpointer(model, run).save("model_0000000", iteration=0)
+    exported = flow.load(os.path.join(export_to_libai_upstream(run, str(tmp_path / "out")), "model"))
+    for key in ("layers.0.blocks.0.attn.qkv.weight", "layers.1.blocks.0.attn.qkv.bias"):
+        np.testing.assert_array_equal(exported[key].numpy(), theirs[key].numpy())
+    index = exported["layers.0.blocks.0.attn.relative_position_index"].numpy()
+    assert index.shape == (16, 16) and index[0, 0] == 24 and index.max() == 48  # (2W-1)^2 - 1

@@ -134,3 +134,21 @@ def test_tool_takes_the_run_directory_as_its_argument(tmp_path):
     missing = subprocess.run([sys.executable, TOOL, str(empty)], capture_output=True, text=True)
     assert missing.returncode == 1
     assert f"error: no metrics file at {empty / 'metrics.json'}: {empty} is not a run's output directory" in missing.stderr
+
+
+def test_timing_puts_seconds_and_samples_per_second_on_separate_axes(tmp_path):
+    """Throughput (thousands of samples/s) and step times (hundredths of a second) on one linear
+    axis leave the times flat at 0: each unit gets its own panel of timing.png."""
+    from libai.utils.plot import plot_metrics, timing_panels
+
+    members = {"time": [(0, 0.02), (1, 0.03)], "data_time": [(0, 0.001), (1, 0.002)],
+               "throughput": [(0, 3000.0), (1, 2100.0)], "eta_seconds": [(0, 50.0), (1, 40.0)]}
+    panels = timing_panels(members)
+    assert [(label, sorted(series)) for label, series in panels] == [
+        ("seconds per iteration", ["data_time", "time"]), ("samples / s", ["throughput"]),
+        ("seconds left", ["eta_seconds"])]
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text("".join(json.dumps({"iteration": i, "time": t, "throughput": 64 / t}) + "\n"
+                               for i, t in enumerate((0.02, 0.03, 0.025))))
+    written = plot_metrics(str(metrics), str(tmp_path / "plots"))
+    assert any(p.endswith("timing.png") for p in written)

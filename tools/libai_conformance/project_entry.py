@@ -12,6 +12,10 @@ package of its own that would hide LiBai's). Without ``--entry`` the run is liba
 ``tools/train_net.py``; with it, the project's own script (e.g. ``projects/MAE/train_net.py``)
 runs unchanged. With ``--engine upstream`` the same happens with upstream LiBai after the CPU
 shims of ``run_libai.py`` (``LIBAI_REF``/``LIBAI_REF_RUNNER`` in the environment).
+
+Environment: ``LIBAI_PROJECT_DEPS`` (a folder of the project's own requirements, put first on
+``sys.path`` before anything is imported) and ``LIBAI_PROJECT_PATH`` (a project folder its
+imports are relative to, as MAE's ``configs.models``).
 """
 import os
 import runpy
@@ -41,6 +45,9 @@ def _forget(prefixes):
 
 def main() -> None:
     engine, entry, rest = _split_argv(sys.argv[1:])
+    deps = os.environ.get("LIBAI_PROJECT_DEPS")
+    if deps:  # a project's own requirements (numpy 1.23 for MAE's np.float): before any import
+        sys.path.insert(0, os.path.abspath(deps))
     cwd = os.getcwd()
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(os.path.dirname(here))

@@ -37,6 +37,11 @@ COMMON = [
 UPSTREAM = ["train.dist.device_type=cpu", "train.input_placement_device=cpu",
             "train.evaluation.enabled=False"]
 
+# LiBai's BERT config turns on CUDA-only fusions, which upstream uses whatever the device
+# (libai picks the composite ops on the CPU by itself)
+UPSTREAM_BERT = UPSTREAM + ["model.cfg.bias_gelu_fusion=False", "model.cfg.bias_dropout_fusion=False",
+                            "model.cfg.scale_mask_softmax_fusion=False"]
+
 CJK = [chr(0x4E00 + i) for i in range(48)]  # 一丁七万丈三上下不与 ...
 
 
@@ -67,8 +72,9 @@ def _requirements(scratch: str, modules: Dict[str, str], folder: str = "common")
     ``modules`` maps an import name to a pip requirement (``"jieba"``, ``"numpy==1.23.5"``).
     A requirement with a version pin is always installed (a project that needs an older
     release than the environment's); others only when the import fails. They go with pip into
-    ``project-deps/<folder>`` beside the scratch copies (never into the environment), which the
-    run gets on ``PYTHONPATH`` (dropped for upstream LiBai, whose environment has them).
+    ``project-deps/<folder>`` beside the scratch copies (never into the environment), which
+    ``project_entry.py`` puts first on ``sys.path`` before anything is imported, for both
+    engines (upstream LiBai's environment has the unpinned ones, not numpy 1.23).
     """
     python = OUR_PYTHON if os.path.exists(OUR_PYTHON) else sys.executable
     deps = os.path.join(os.path.dirname(os.path.dirname(scratch)), "project-deps", folder)
@@ -91,7 +97,7 @@ def _requirements(scratch: str, modules: Dict[str, str], folder: str = "common")
         os.makedirs(deps, exist_ok=True)
         with open(marker, "a", encoding="utf-8") as handle:
             handle.write("\n".join(missing) + "\n")
-    return {"PYTHONPATH": deps}
+    return {"LIBAI_PROJECT_DEPS": deps}
 
 
 def _lines(path: str, lines: Sequence[str]) -> str:
@@ -173,7 +179,7 @@ def _qqp(libai_src: str, scratch: str) -> Prepared:
             "dataloader.test.0.dataset.max_seq_length=32", "train.train_micro_batch_size=4",
             "train.test_micro_batch_size=4", "train.evaluation.eval_period=4",
         ],
-        upstream_overrides=UPSTREAM, env=env, project=True,
+        upstream_overrides=UPSTREAM_BERT, env=env, project=True,
     )
 
 
@@ -202,7 +208,7 @@ def _text_classification(libai_src: str, scratch: str) -> Prepared:
             "train.test_micro_batch_size=4", "train.evaluation.eval_period=4",
             "train.activation_checkpoint.enabled=False",
         ],
-        upstream_overrides=UPSTREAM, env=env, project=True,
+        upstream_overrides=UPSTREAM_BERT, env=env, project=True,
     )
 
 
@@ -249,6 +255,7 @@ def _palm(libai_src: str, scratch: str) -> Prepared:
     folder = os.path.join(scratch, "projects", "PaLM", "gpt_dataset")
     _move_corpus(corpus, folder, "loss_compara_content_sentence", "gpt2-vocab.json",
                  "gpt2-merges.txt")
+    prefix = "./projects/PaLM/gpt_dataset/loss_compara_content_sentence"  # the config's own
     seq = 32
     return Prepared(
         config="projects/PaLM/configs/palm_pretrain.py",
@@ -257,6 +264,10 @@ def _palm(libai_src: str, scratch: str) -> Prepared:
             "model.cfg.dim_head=16", "model.cfg.num_heads=2",
             f"dataloader.train.dataset.0.max_seq_length={seq}",
             f"dataloader.test.0.dataset.max_seq_length={seq}",
+            # the config points only the training set at its corpus; the test set keeps
+            # common/data/gpt_dataset.py's placeholder path
+            f"dataloader.test.0.dataset.data_prefix={prefix}",
+            f"dataloader.test.0.dataset.indexed_dataset.data_prefix={prefix}",
             "dataloader.train.num_workers=0", "dataloader.test.0.num_workers=0",
             "train.train_micro_batch_size=2", "train.test_micro_batch_size=2",
             "train.evaluation.eval_period=4", "train.evaluation.eval_iter=2",
@@ -287,6 +298,7 @@ def _mt5(libai_src: str, scratch: str) -> Prepared:
     corpus = data.bert_corpus(raw, data.write_jsonl(os.path.join(raw, "corpus.jsonl")))
     _move_corpus(corpus, os.path.join(scratch, "data_test", "bert_data"),
                  "loss_compara_content_sentence", "bert-base-chinese-vocab.txt")
+    prefix = "./data_test/bert_data/loss_compara_content_sentence"  # the config's own
     return Prepared(
         config="projects/MT5/configs/mt5_pretrain.py",
         overrides=COMMON + [
@@ -297,6 +309,9 @@ def _mt5(libai_src: str, scratch: str) -> Prepared:
             "dataloader.train.dataset.0.max_seq_length_dec=16",
             "dataloader.test.0.dataset.max_seq_length=32",
             "dataloader.test.0.dataset.max_seq_length_dec=16",
+            # the test set keeps common/data/t5_dataset.py's placeholder path (as in PaLM)
+            f"dataloader.test.0.dataset.data_prefix={prefix}",
+            f"dataloader.test.0.dataset.indexed_dataset.data_prefix={prefix}",
             "dataloader.train.num_workers=0", "dataloader.test.0.num_workers=0",
             "train.train_micro_batch_size=2", "train.test_micro_batch_size=2",
             "train.num_accumulation_steps=1", "train.zero_optimization.enabled=False",

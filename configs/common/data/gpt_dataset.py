@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from libai.config import LazyCall
 from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
+from libai.data.data_utils import get_indexed_dataset
 from libai.data.datasets.gpt_dataset import GPT2Dataset
 from libai.tokenizer import GPT2Tokenizer
 
@@ -29,6 +30,11 @@ tokenization.make_vocab_size_divisible_by = 128
 
 # Made by tools/preprocess_data.py (see above): the prefix of the .bin/.idx pair.
 _data_prefix = "./data_test/gpt_data/loss_compara_content_sentence"
+# LiBai's layout: each dataset also names its corpus in an ``indexed_dataset`` node, and LiBai's
+# projects set both paths. Here the node follows the dataset's ``data_prefix`` by default.
+_indexed = LazyCall(get_indexed_dataset)(
+    data_prefix="${..data_prefix}", data_impl="mmap", skip_warmup=False
+)
 
 dataloader = OmegaConf.create()
 dataloader.train = LazyCall(build_nlp_train_loader)(
@@ -36,6 +42,7 @@ dataloader.train = LazyCall(build_nlp_train_loader)(
         LazyCall(GPT2Dataset)(
             name="gpt-2",
             data_prefix=_data_prefix,
+            indexed_dataset=_indexed,
             max_seq_length=1024,
             num_samples=None,  # one pass over the split; the training sampler cycles epochs
             seed=1234,
@@ -50,6 +57,7 @@ dataloader.test = [
         dataset=LazyCall(GPT2Dataset)(
             name="gpt-2",
             data_prefix=_data_prefix,
+            indexed_dataset=_indexed,
             max_seq_length=1024,
             seed=1234,
             split="valid",

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from libai.config import LazyCall
 from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
+from libai.data.data_utils import get_indexed_dataset
 from libai.data.datasets.t5_dataset import T5Dataset
 from libai.tokenizer import BertTokenizer
 
@@ -36,6 +37,11 @@ _dataset = dict(
     name="t5",
     tokenizer=tokenization.tokenizer,
     data_prefix=_data_prefix,
+    # LiBai's layout: the corpus is also named in an ``indexed_dataset`` node (LiBai's projects
+    # set both paths); by default it follows the dataset's ``data_prefix``
+    indexed_dataset=LazyCall(get_indexed_dataset)(
+        data_prefix="${..data_prefix}", data_impl="mmap", skip_warmup=False
+    ),
     max_seq_length=512,
     max_seq_length_dec=128,
     noise_density=0.15,

@@ -1,0 +1,79 @@
+"""The arithmetic of the plans: ZeRO, pipeline bubble and in-flight micro-batches, FLOPs against
+Megatron-LM's published formula, unit parsing, and the layout search."""
+import os
+
+import pytest
+
+import libai
+from libai.config import LazyConfig
+from libai.plan.hardware import parse_bytes, parse_rate
+from libai.plan.memory import memory_plan
+from libai.plan.search import suggest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPT3 = os.path.join(REPO, "configs", "gpt3_175b_pretrain.py")
+
+
+@pytest.fixture(scope="module")
+def gpt3():
+    return libai.plan(LazyConfig.load(GPT3), nodes=128, devices_per_node=8, check_data=False)
+
+
+def test_zero_stages_shard_optimizer_then_gradients_then_parameters_over_data_parallel(gpt3):
+    base = memory_plan(gpt3.costs, gpt3.run.with_(zero_stage=0))[3]
+    dp = gpt3.run.dp
+    z1, z2, z3 = (memory_plan(gpt3.costs, gpt3.run.with_(zero_stage=k))[3] for k in (1, 2, 3))
+    assert z1.optimizer == base.optimizer / dp and z1.gradients == base.gradients
+    assert z2.gradients == base.gradients / dp and z2.parameters == base.parameters
+    assert z3.parameters == base.parameters / dp
+    assert base.optimizer == 2 * base.gradients == 2 * base.parameters  # AdamW: two fp32 states
+
+
+def test_pipeline_bubble_and_micro_batches_in_flight(gpt3):
+    run = gpt3.run
+    assert gpt3.time.bubble_fraction == pytest.approx((run.pp - 1) / run.accumulation)
+    assert [m.micro_batches_in_flight for m in gpt3.memory] == [8, 7, 6, 5, 4, 3, 2, 1]
+    eager = memory_plan(gpt3.costs, run.with_(graph=False))
+    assert {m.micro_batches_in_flight for m in eager} == {1}
+
+
+def test_flops_per_step_equal_megatrons_formula_for_gpt3(gpt3):
+    """Narayanan et al. 2021, eq. (3), with activation recomputation:
+    F = 96 B s l h² (1 + s / 6h + V / 16 l h)."""
+    B, s, l, h, V = 1536, 2048, 96, 12288, 51200
+    published = 96 * B * s * l * h ** 2 * (1 + s / (6 * h) + V / (16 * l * h))
+    assert gpt3.time.model_flops == pytest.approx(published, rel=0.002)
+
+
+def test_activation_checkpointing_and_amp_shrink_activations(gpt3):
+    run = gpt3.run.with_(checkpointing=False, amp=False)
+    plain = memory_plan(gpt3.costs, run)[0].activations_per_micro_batch
+    ckpt = memory_plan(gpt3.costs, run.with_(checkpointing=True))[0].activations_per_micro_batch
+    half = memory_plan(gpt3.costs, run.with_(amp=True))[0].activations_per_micro_batch
+    assert ckpt < plain / 10
+    assert plain / 2 < half < plain * 0.6  # 1-byte masks and fp32 softmax stay
+
+
+def test_units_parse_and_bad_ones_say_how_to_write_them():
+    assert parse_bytes("80GiB") == 80 * 2 ** 30
+    assert parse_bytes("40GB") == 40e9
+    assert parse_rate("312T", "flops") == 312e12
+    assert parse_rate("300GB/s", "bytes") == 300e9
+    with pytest.raises(ValueError, match="write it like 80GiB"):
+        parse_bytes("80 gigs")
+
+
+def test_suggest_ranks_every_valid_layout_of_1024_devices(gpt3):
+    ranked = suggest(gpt3.model, gpt3.costs, gpt3.run, gpt3.device, 1024, top=None)
+    assert len(ranked) > 500
+    for c in ranked:
+        assert c.run.dp * c.run.tp * c.run.pp == 1024 and c.run.tp <= 8
+        assert c.run.global_batch == 1536
+    fitting = [c for c in ranked if c.fits]
+    assert fitting and ranked[: len(fitting)] == fitting
+    times = [c.time.step_seconds for c in fitting]
+    assert times == sorted(times)
+    best = fitting[0]
+    assert best.peak_bytes == max(m.total for m in memory_plan(gpt3.costs, best.run, gpt3.model.buffer_bytes,
+                                                               gpt3.model.tied_embedding_bytes))
+    assert best.peak_bytes <= gpt3.device.memory * 0.95
