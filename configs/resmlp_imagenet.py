@@ -9,7 +9,7 @@ configs/common/models/resmlp.py. Tensor and pipeline parallel work too
 """
 import oneflow as flow
 
-from .common.data.imagenet import dataloader
+from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
 from .common.models.resmlp import resmlp_12
 from .common.optim import optim
@@ -20,7 +20,7 @@ model = resmlp_12()
 # Placeholders: lay ImageNet out as in docs/prepare_image_data.md.
 dataloader.train.dataset[0].root = "./data/imagenet/train"
 dataloader.test[0].dataset.root = "./data/imagenet/val"
-dataloader.train.mixup_func.num_classes = model.num_classes
+dataloader.train.mixup_func = deit_mixup(model.num_classes)
 dataloader.test[0].dataset.transform.crop_pct = 0.9  # resize to 224 / 0.9, centre-crop 224
 
 optim._target_ = flow.optim.LAMB

@@ -15,7 +15,7 @@ import oneflow as flow
 from libai.config import LazyCall
 from libai.optim import get_default_optimizer_params
 
-from .common.data.imagenet import dataloader
+from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
 from .common.models.resnet import resnet50
 from .common.train import train
@@ -25,8 +25,8 @@ model = resnet50()
 # Placeholders: lay ImageNet out as in docs/prepare_image_data.md.
 dataloader.train.dataset[0].root = "./data/imagenet/train"
 dataloader.test[0].dataset.root = "./data/imagenet/val"
+dataloader.train.mixup_func = deit_mixup(model.num_classes)
 dataloader.train.mixup_func.update(mixup_alpha=0.0, cutmix_alpha=0.0, label_smoothing=0.1)
-dataloader.train.mixup_func.num_classes = model.num_classes
 
 optim = LazyCall(flow.optim.SGD)(
     params=LazyCall(get_default_optimizer_params)(

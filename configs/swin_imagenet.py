@@ -7,7 +7,7 @@
 Swin-S and Swin-B: ``swin_small_patch4_window7_224``/``swin_base_patch4_window7_224`` in
 configs/common/models/swin.py.
 """
-from .common.data.imagenet import dataloader
+from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
 from .common.models.swin import swin_tiny_patch4_window7_224
 from .common.optim import optim
@@ -18,7 +18,7 @@ model = swin_tiny_patch4_window7_224()
 # Placeholders: lay ImageNet out as in docs/prepare_image_data.md.
 dataloader.train.dataset[0].root = "./data/imagenet/train"
 dataloader.test[0].dataset.root = "./data/imagenet/val"
-dataloader.train.mixup_func.num_classes = model.num_classes
+dataloader.train.mixup_func = deit_mixup(model.num_classes)
 
 optim.lr = 1e-3
 optim.weight_decay = 0.05

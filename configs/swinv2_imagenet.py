@@ -8,7 +8,7 @@
 SwinV2-S and SwinV2-B (windows 8 or 16): ``swinv2_small_patch4_window8_256``,
 ``swinv2_base_patch4_window16_256``, ... in configs/common/models/swinv2.py.
 """
-from .common.data.imagenet import dataloader
+from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
 from .common.models.swinv2 import swinv2_tiny_patch4_window8_256
 from .common.optim import optim
@@ -19,7 +19,7 @@ model = swinv2_tiny_patch4_window8_256()
 # Placeholders: lay ImageNet out as in docs/prepare_image_data.md.
 dataloader.train.dataset[0].root = "./data/imagenet/train"
 dataloader.test[0].dataset.root = "./data/imagenet/val"
-dataloader.train.mixup_func.num_classes = model.num_classes
+dataloader.train.mixup_func = deit_mixup(model.num_classes)
 
 optim.lr = 1e-3
 optim.weight_decay = 0.05

@@ -6,7 +6,7 @@
 
 Other sizes: ``vit_tiny_patch16_224`` ... ``vit_large_patch32_224`` in configs/common/models/vit.py.
 """
-from .common.data.imagenet import dataloader
+from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
 from .common.models.vit import vit_base_patch16_224
 from .common.optim import optim
@@ -17,7 +17,7 @@ model = vit_base_patch16_224()
 # Placeholders: lay ImageNet out as in docs/prepare_image_data.md.
 dataloader.train.dataset[0].root = "./data/imagenet/train"
 dataloader.test[0].dataset.root = "./data/imagenet/val"
-dataloader.train.mixup_func.num_classes = model.num_classes
+dataloader.train.mixup_func = deit_mixup(model.num_classes)
 
 optim.lr = 1e-3  # 5e-4 per 512 images, for a global batch of 1024
 optim.weight_decay = 0.05

@@ -10,7 +10,8 @@ while older configs hand over a single config dict (``Block(cfg)``). Decorating 
   turns the config into keyword arguments, through the class's ``from_config`` classmethod
   when it has one, else key for key. Extra keywords (``Block(cfg, heads=8)``) go to
   ``from_config`` if it names them and otherwise override what it returned. A callable with a
-  ``cfg`` parameter of its own receives ``cfg=`` unchanged.
+  ``cfg`` parameter of its own receives ``cfg=`` unchanged, unless it has a ``from_config`` and
+  the value is a ``DictConfig``: then, as in LiBai, ``from_config`` decides.
 
 Because the first positional argument being a mapping is what selects the config style, a
 configurable callable cannot take a dict as its first *positional* argument (pass it by keyword).
@@ -93,19 +94,26 @@ def _takes_cfg(func: Callable) -> bool:
         return False
 
 
-def _config_args(func: Callable, args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
+def _config_args(
+    func: Callable, args: tuple, kwargs: Dict[str, Any], has_mapper: bool
+) -> Optional[tuple]:
     """``(cfg, other keywords)`` when this is a config-style call, else None.
 
     The config comes first positionally (``Block(cfg)``) or, as LiBai's configs write it,
-    by keyword (``LazyCall(Block)(cfg=cfg)`` calls ``Block(cfg=cfg)``), unless ``func``
-    itself takes a ``cfg`` argument.
+    by keyword (``LazyCall(Block)(cfg=cfg)`` calls ``Block(cfg=cfg)``). When ``func`` has a
+    ``cfg`` parameter of its own, a keyword ``cfg=`` still goes through ``from_config`` if the
+    class has one and the value is a ``DictConfig`` (LiBai's rule: its Llama-family projects
+    take ``cfg`` in ``__init__`` and return it from ``from_config``); otherwise it is passed on.
     """
     if _is_config_call(args):
         return args[0], kwargs
-    if not args and isinstance(kwargs.get("cfg"), (Mapping, DictConfig)) and not _takes_cfg(func):
-        rest = dict(kwargs)
-        return rest.pop("cfg"), rest
-    return None
+    given = kwargs.get("cfg")
+    if args or not isinstance(given, (Mapping, DictConfig)):
+        return None
+    if _takes_cfg(func) and not (has_mapper and isinstance(given, DictConfig)):
+        return None
+    rest = dict(kwargs)
+    return rest.pop("cfg"), rest
 
 
 def _reject_extra_positionals(args: tuple, owner: str) -> None:
@@ -119,12 +127,12 @@ def _reject_extra_positionals(args: tuple, owner: str) -> None:
 def _wrap_init(init: Callable, from_config: Optional[Callable]) -> Callable:
     @functools.wraps(init)
     def wrapper(self, *args, **kwargs):
-        call = _config_args(init, args, kwargs)
+        mapper = from_config or getattr(type(self), "from_config", None)
+        call = _config_args(init, args, kwargs, has_mapper=mapper is not None)
         if call is None:
             return init(self, *args, **kwargs)
         owner = type(self).__name__
         _reject_extra_positionals(args, owner)
-        mapper = from_config or getattr(type(self), "from_config", None)
         built = _config_to_kwargs(call[0], call[1], mapper, owner)
         _check_arguments(init, built, owner, skip_first=True)
         return init(self, **built)
@@ -135,7 +143,7 @@ def _wrap_init(init: Callable, from_config: Optional[Callable]) -> Callable:
 def _wrap_function(func: Callable, from_config: Optional[Callable]) -> Callable:
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        call = _config_args(func, args, kwargs)
+        call = _config_args(func, args, kwargs, has_mapper=from_config is not None)
         if call is None:
             return func(*args, **kwargs)
         owner = func.__qualname__

@@ -157,7 +157,7 @@ def place_constant(
 ) -> flow.Tensor:
     """Place a tensor whose value is the same on every rank (a weight, a constant).
 
-    Local layout: moved to the layout's device. Global layout: broadcast on the placement of
+    Local layout (:func:`local_tensors`): moved to the layout's device. Otherwise: broadcast on the placement of
     ``layer_idx``'s stage, then re-boxed to ``[data_sbp, tensor_sbp]`` (``None`` = broadcast);
     going from broadcast to split only slices, so each rank keeps its shard without
     communication.
@@ -165,7 +165,7 @@ def place_constant(
     if not layout.is_global:
         return tensor.to(layout.device)
     placement = layout.layer_placement(layer_idx)
-    placed = tensor.to(layout.device).to_global(placement=placement, sbp=layout.nd_sbp())
+    placed = _made_global(tensor, layout, placement, layout.nd_sbp())
     target = layout.nd_sbp(data_sbp, tensor_sbp)
     if not sbp_equal(placed.sbp, target):
         placed = placed.to_global(sbp=target)
@@ -196,7 +196,17 @@ def adopt_local(x: flow.Tensor, layout: ParallelLayout, layer_idx: int) -> flow.
     them (:func:`to_layer` calls it too)."""
     if x.is_global or not layout.is_global or layout.world_size != 1:
         return x
-    return x.to(layout.device).to_global(placement=layout.layer_placement(layer_idx), sbp=layout.nd_sbp())
+    return _made_global(x, layout, layout.layer_placement(layer_idx), layout.nd_sbp())
+
+
+def _made_global(x: flow.Tensor, layout: ParallelLayout, placement: flow.placement,
+                 sbp: Sequence[Any]) -> flow.Tensor:
+    """A local tensor whose value every rank holds, as a global tensor. Inside ``nn.Graph``
+    (lazy mode), where ``to_global`` of a local tensor is not supported, an eager local tensor
+    (a constant a module made in ``forward``) becomes a new global constant instead."""
+    if flow._oneflow_internal.lazy_mode.is_enabled() and not x.is_lazy:
+        return flow.tensor(x.numpy(), dtype=x.dtype, placement=placement, sbp=sbp)
+    return x.to(layout.device).to_global(placement=placement, sbp=sbp)
 
 
 def to_sbp(

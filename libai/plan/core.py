@@ -99,7 +99,8 @@ def device_from_options(device: Optional[str] = None, device_memory: Any = None,
         memory=None if device_memory is None else parse_bytes(device_memory),
         flops=None if device_flops is None else parse_rate(device_flops, "flops"),
         link_bandwidth=None if link_bandwidth is None else parse_rate(link_bandwidth, "bytes"),
-        inter_node_bandwidth=None if inter_node_bandwidth is None else parse_rate(inter_node_bandwidth, "bytes"),
+        inter_node_bandwidth=(None if inter_node_bandwidth is None
+                              else parse_rate(inter_node_bandwidth, "bytes")),
     )
 
 
@@ -193,26 +194,31 @@ def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = N
     problems += _check_iterations(cfg, facts, batch, result)
     if dp is None or batch is None or num_layers is None:
         return result
+    if pp > 1 and batch[1] == 1:
+        problems.append(Problem("train.num_accumulation_steps", (
+            f"{pp} pipeline stages with one micro-batch per step leave all but one stage idle "
+            "(bubble (p-1)/1); and OneFlow 0.9 aborted such a Graph on the CPU (register.cpp:75). "
+            "Use several micro-batches: train.num_accumulation_steps >= 2"), "warning"))
     stages, found = layout_checks.stages_for(dist, num_layers, dp, tp, pp)
     problems += found
-    if stages is None:
-        return result
-    run = RunShape(
-        dp=dp, tp=tp, pp=pp, micro_batch=batch[0], accumulation=batch[1],
-        seq=tokens_per_sample(cfg, facts, shape), stage_of_layer=stages,
-        amp=bool(cfg.train.amp.enabled), checkpointing=bool(cfg.train.activation_checkpoint.enabled),
-        zero_stage=int(cfg.train.zero_optimization.stage) if cfg.train.zero_optimization.enabled else 0,
+    if stages is not None:
+        run = _run_shape(cfg, (dp, tp, pp), batch, tokens_per_sample(cfg, facts, shape), stages, per_node)
+        _fill(result, cfg, shape, run, num_layers)
+    return result
+
+
+def _run_shape(cfg: Any, sizes: tuple, batch: tuple, seq: int, stages: tuple, per_node: int) -> RunShape:
+    """The knobs of the configured run (see :class:`RunShape`)."""
+    train = cfg.train
+    return RunShape(
+        dp=sizes[0], tp=sizes[1], pp=sizes[2], micro_batch=batch[0], accumulation=batch[1],
+        seq=seq, stage_of_layer=stages, amp=bool(train.amp.enabled),
+        checkpointing=bool(train.activation_checkpoint.enabled),
+        zero_stage=int(train.zero_optimization.stage) if train.zero_optimization.enabled else 0,
         optimizer_slots=optimizer_slots(cfg.optim), graph=bool(cfg.graph.get("enabled", False)),
         devices_per_node=per_node,
-        fusion_buffer_bytes=float(cfg.train.get("nccl_fusion_threshold_mb") or 16) * 2 ** 20,
+        fusion_buffer_bytes=float(train.get("nccl_fusion_threshold_mb") or 16) * 2 ** 20,
     )
-    composite = dist.get("device_type") == "cpu" or dev.name == "CPU"
-    _mark_padding_masks(shape, _model_class(cfg, shape))
-    fused = not composite and bool(_model_setting(cfg.model, "scale_mask_softmax_fusion"))
-    for m in shape.of_kind("attention"):
-        m.dims["fused_softmax"] = fused
-    _fill(result, shape, run, num_layers, composite)
-    return result
 
 
 def _model_setting(node: Any, key: str) -> Any:
@@ -233,8 +239,15 @@ def _mark_padding_masks(shape: ModelShape, model_cls: Any) -> None:
         m.dims["masked"] = bool(m.dims.get("causal")) or takes_mask
 
 
-def _fill(result: Plan, shape: ModelShape, run: RunShape, num_layers: int, composite: bool) -> None:
-    """Costs, placement, memory, time and (when a rank does not fit) advice of ``run``."""
+def _fill(result: Plan, cfg: Any, shape: ModelShape, run: RunShape, num_layers: int) -> None:
+    """Costs, placement, memory, time and (when a rank does not fit) advice of ``run``.
+
+    Composite ops (any device but CUDA) and an unfused softmax keep more (:mod:`costs`)."""
+    composite = cfg.train.dist.get("device_type") == "cpu" or result.device.name == "CPU"
+    _mark_padding_masks(shape, _model_class(cfg, shape))
+    fused = not composite and bool(_model_setting(cfg.model, "scale_mask_softmax_fusion"))
+    for m in shape.of_kind("attention"):
+        m.dims["fused_softmax"] = fused
     result.run = run
     result.costs = layer_costs(shape, num_layers, composite)
     result.tied_embedding_bytes = shape.tied_embedding_bytes
@@ -292,7 +305,9 @@ def _model_class(cfg: Any, shape: ModelShape) -> Any:
         node = node.get("model")
     target = node.get("_target_")
     cls = locate(target) if isinstance(target, str) else target
-    return cls if hasattr(cls, "forward") else type(shape.model_class, (), {"forward": lambda self, **kw: None})
+    if hasattr(cls, "forward"):
+        return cls
+    return type(shape.model_class, (), {"forward": lambda self, **kw: None})  # a factory function
 
 
 def _limits(cfg: Any, shape: ModelShape) -> Dict[str, int]:

@@ -15,7 +15,8 @@ Activations are the tensors OneFlow's autograd keeps for the backward pass of li
 - each norm: its input (the composite norm of non-CUDA devices also ``x - mean``); embeddings:
   the int64 ids and the dropout mask;
 - the LM head: its input, the logits (compute dtype) and the fp32 softmax the cross entropy
-  keeps, and during backward one fp32 gradient of the logits (a transient);
+  keeps (under tensor parallelism two more fp32 copies of the local logits, measured), and
+  during backward one fp32 gradient of the logits (a transient);
 - any other libai ``Linear``: its input;
 - while a layer runs backward, two gradients of its widest intermediate live at once (the
   attention scores, or the MLP's inner activations): a workspace counted once, not per layer.
@@ -51,11 +52,12 @@ class Activation:
     split_4: float = 0.0
     score_e: float = 0.0
     score_1: float = 0.0
+    split_4_tp: float = 0.0  # fp32 elements per token kept only when tensor parallel, split
 
     def bytes(self, batch: int, seq: int, elem: int, tp: int) -> float:
         """Bytes one tensor-parallel rank keeps for ``batch`` samples of ``seq`` tokens."""
         per_token = (elem * (self.rep_e + self.split_e / tp) + self.rep_1 + self.split_1 / tp
-                     + 4 * self.split_4 / tp)
+                     + 4 * self.split_4 / tp + (4 * self.split_4_tp / tp if tp > 1 else 0.0))
         scores = (elem * self.score_e + self.score_1) / tp
         return batch * seq * per_token + batch * seq * seq * scores
 
@@ -183,7 +185,10 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
         c.tp_allreduce_e += d["hidden"]
     elif m.kind == "logits":  # a head that is a Linear counts its input and FLOPs as one
         linear = bool(d.get("head_linear"))
-        act.add(Activation(rep_e=0 if linear else d["hidden"], split_e=d["vocab"], split_4=d["vocab"]))
+        # vocabulary-parallel cross entropy (measured, OneFlow 0.9) keeps two more fp32 copies
+        # of the local logits
+        act.add(Activation(rep_e=0 if linear else d["hidden"], split_e=d["vocab"], split_4=d["vocab"],
+                           split_4_tp=2 * d["vocab"]))
         c.logits_transient += d["vocab"]
         c.flops_head += 0 if linear else 2 * d["vocab"] * d["hidden"]
     elif m.kind == "linear":

@@ -67,7 +67,9 @@ def check_pipeline(dist: Any, shape: ModelShape, pp: int) -> Tuple[Optional[int]
     return (None if problems else configured), problems
 
 
-def stages_for(dist: Any, num_layers: int, dp: int, tp: int, pp: int) -> Tuple[Optional[Tuple[int, ...]], List[Problem]]:
+def stages_for(
+    dist: Any, num_layers: int, dp: int, tp: int, pp: int
+) -> Tuple[Optional[Tuple[int, ...]], List[Problem]]:
     """The stage of every layer as ``ParallelLayout`` assigns it (custom stage ids included)."""
     custom = dist.get("custom_pipeline_stage_id") if hasattr(dist, "get") else None
     spec = dict(data_parallel_size=dp, tensor_parallel_size=tp, pipeline_parallel_size=pp,

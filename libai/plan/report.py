@@ -26,7 +26,8 @@ def format_plan(plan) -> str:
     errors = plan.errors
     warnings = [p for p in plan.problems if p.severity != "error"]
     nodes = f" = {plan.nodes} node(s) × {plan.devices_per_node}" if plan.nodes else ""
-    out.append(f"== preflight: {plan.world_size} device(s){nodes}, device {plan.device.name if plan.device else '?'}")
+    device = plan.device.name if plan.device else "?"
+    out.append(f"== preflight: {plan.world_size} device(s){nodes}, device {device}")
     if plan.model is not None:
         out.append(f"model {plan.model.model_class}: {plan.model.num_params:,} parameters "
                    f"({plan.model.num_layers} layer indices), built without weights")
@@ -40,9 +41,7 @@ def format_plan(plan) -> str:
                f"{'Graph' if run.graph else 'Eager'} mode")
     if plan.iters_per_epoch is not None:
         out.append(f"   {plan.iters_per_epoch} iterations per epoch; {plan.max_iter} iterations in all")
-    out.append(_table([[str(st), f"{a}..{b}", f"{r0}..{r1}", f"{sum(c.param_rep + c.param_split / run.tp for c in (plan.costs[i] for i in run.layers_of_stage(st))):,.0f} B"]
-                       for (st, a, b), (r0, r1) in ((x, stage_ranks(x[0], run)) for x in layer_stages(run))],
-                      ["stage", "layers", "ranks", "params/rank"]))
+    out.append(_table(_stage_rows(plan), ["stage", "layers", "ranks", "params/rank"]))
     out.append("\n-- parameter groups (SBP is [over data, over tensor])")
     rows = []
     for g in plan.groups:
@@ -77,6 +76,17 @@ def format_plan(plan) -> str:
         out.append(f"  {t.samples_per_second:,.1f} samples/s, {t.tokens_per_second:,.0f} tokens/s, "
                    f"{_si(t.flops_per_device, 'FLOP/s')} per device")
     return "\n".join(out)
+
+
+def _stage_rows(plan) -> List[List[str]]:
+    """Stage, its layers, its ranks and the parameter bytes one of its ranks holds."""
+    run, rows = plan.run, []
+    for stage, first, last in layer_stages(run):
+        r0, r1 = stage_ranks(stage, run)
+        params = sum(plan.costs[i].param_rep + plan.costs[i].param_split / run.tp
+                     for i in run.layers_of_stage(stage))
+        rows.append([str(stage), f"{first}..{last}", f"{r0}..{r1}", f"{params:,.0f} B"])
+    return rows
 
 
 def format_suggestions(candidates, limit_bytes: float) -> str:

@@ -111,6 +111,8 @@ def build_model_shape(model_cfg: Any) -> ModelShape:
         recorded[id(param)] = (shape, tensor_sbp, int(layer_idx), dtype)
 
     layout = ParallelLayout(device_type="cpu", world_size=1, rank=0)
+    if hasattr(layout, "local_copy"):  # plain local tensors: nothing here is trained or shown
+        layout = layout.local_copy()
     with layout, record_parameter_shapes(record):
         model = instantiate(model_cfg)
     if not isinstance(model, flow.nn.Module):

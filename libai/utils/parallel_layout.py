@@ -189,7 +189,8 @@ class ParallelLayout:
 
         Not for training: LiBai code reads ``.sbp``/``.placement`` of what a layout makes, and a
         local tensor has neither. It serves code that needs local tensors and whose tensors no
-        user code sees, e.g. ONNX export, which traces the model under it. Only a one-process
+        user code sees: ONNX export traces the model under it, and launched test scripts build
+        their one-process reference under it on every rank. Only a one-process
         layout has one: a local tensor is the full value only when there is one process.
         """
         if self.world_size != 1:
@@ -310,8 +311,9 @@ class ParallelLayout:
         """Make ``tensor`` live on ``stage`` with the logical SBP ``sbp`` = ``[over data, over
         tensor]``.
 
-        In a local layout the tensor is only moved to this process's device; in a global one a
-        local tensor is treated as this rank's piece and a global one is re-boxed.
+        A local tensor is treated as this rank's piece (in one process, the whole value) and a
+        global one is re-boxed. Under a :meth:`local_copy` the tensor is only moved to this
+        process's device.
         """
         if len(sbp) != 2:
             raise ValueError(

@@ -89,6 +89,30 @@ def test_cfg_keyword_of_a_target_that_has_its_own_cfg_argument_is_passed_through
     assert own.cfg is cfg and own.width == 1
 
 
+class OwnCfgWithFromConfig:
+    """The shape of LiBai's Llama-family projects: ``__init__`` takes ``cfg`` and its other
+    arguments, and ``from_config`` returns both."""
+
+    @configurable
+    def __init__(self, hidden: int, cfg=None):
+        self.hidden, self.cfg = hidden, cfg
+
+    @classmethod
+    def from_config(cls, cfg):
+        return {"hidden": cfg.hidden_size * 2, "cfg": cfg}
+
+
+def test_dictconfig_by_keyword_goes_through_from_config_even_when_init_takes_cfg():
+    cfg = DictConfig({"hidden_size": 8})
+    built = OwnCfgWithFromConfig(cfg=cfg)
+    assert built.hidden == 16 and built.cfg is cfg
+    # what a LiBai config hands over through instantiate: a nested node becomes a DictConfig
+    made = instantiate(LazyCall(OwnCfgWithFromConfig)(cfg=dict(hidden_size=3)))
+    assert made.hidden == 6 and made.cfg.hidden_size == 3
+    # a plain dict is not LiBai's config object: passed on as the argument it names
+    assert OwnCfgWithFromConfig(hidden=1, cfg={"x": 1}).cfg == {"x": 1}
+
+
 def test_function_with_from_config_takes_cfg_by_keyword():
     @configurable(from_config=lambda cfg: {"size": cfg.hidden + 1})
     def make(size: int):

@@ -17,8 +17,11 @@ from libai.utils.distributed import ParallelLayout, default_device_type, ttol
 
 
 def local_layout() -> ParallelLayout:
-    """A one-process layout on this machine's device type."""
-    return ParallelLayout.from_config({"device_type": default_device_type()}, world_size=1, rank=0)
+    """A one-process layout of plain local tensors on this machine's device type: every rank of
+    the launched world computes the whole reference itself (a one-process *global* layout would
+    place it on rank 0 only)."""
+    return ParallelLayout.from_config({"device_type": default_device_type()}, world_size=1,
+                                      rank=0).local_copy()
 
 
 def global_layout(**sizes: Any) -> ParallelLayout:

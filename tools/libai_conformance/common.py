@@ -95,8 +95,10 @@ def copy_tree(src: str, dst: str) -> str:
 
 # ---------------------------------------------------------------- reading a run
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours OneFlow puts in its messages
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
-_EXC = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))(?::\s?(.*))?$")
+# the last line of a traceback: "module.path.ExceptionName: message" (the name capitalised)
+_EXC = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(.*))?$")
 
 
 def first_error(output: str) -> str:
@@ -106,7 +108,7 @@ def first_error(output: str) -> str:
     is where it was raised. Falls back to the last line that looks like an error (a process
     killed by OneFlow's ``F`` checks prints no Python traceback).
     """
-    lines = output.splitlines()
+    lines = _ANSI.sub("", output).splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if starts:
         frame = None

@@ -1,7 +1,7 @@
 """ImageNet loaders from OFRecord parts: ``./data/imagenet/ofrecord/{train,validation}/part-*``.
 
-Write the parts with ``tools/images_to_ofrecord.py`` (docs/prepare_image_data.md). Transforms and
-MixUp are those of ``imagenet.py``; only the datasets differ.
+Write the parts with ``tools/images_to_ofrecord.py`` (docs/prepare_image_data.md). Transforms (and the
+absence of MixUp) are those of ``imagenet.py``; only the datasets differ.
 """
 from omegaconf import OmegaConf
 

@@ -24,7 +24,13 @@ class BestCheckpointer(HookBase):
     argument) is kept for reference only. ``mode`` is ``"max"`` (accuracy) or ``"min"``
     (perplexity, loss). A ``val_metric`` the evaluation does not report stops training at the
     first evaluation with :class:`MetricNotReported`, which lists the metrics it did report.
+    The exception is the common config's default, ``"Acc@1"``, which a config that evaluates
+    something else (perplexity) may never have chosen: as in LiBai, no best model is kept then,
+    and a warning says why.
     """
+
+    #: ``configs/common/train.py``'s ``train.evaluation.eval_metric`` (LiBai's too).
+    DEFAULT_METRIC = "Acc@1"
 
     def __init__(self, eval_period: int, checkpointer: Any, val_metric: str, mode: str = "max",
                  file_prefix: str = "model_best") -> None:
@@ -38,10 +44,20 @@ class BestCheckpointer(HookBase):
         self.file_prefix = file_prefix
         self.best_metric: Optional[float] = None
         self.best_iter: Optional[int] = None
+        self._warned_default = False
 
     def _maybe_save(self) -> None:
         results = self.evaluation_results()
         if results is None or self.weights_discarded():
+            return
+        if self.val_metric not in results and self.val_metric == self.DEFAULT_METRIC:
+            if not self._warned_default:
+                self._warned_default = True
+                logger.warning(
+                    f"train.evaluation.eval_metric is the default {self.val_metric!r}, which the "
+                    f"evaluation does not report (it reports {sorted(results)}): no best model "
+                    "is kept. Set train.evaluation.eval_metric to one of those to keep one"
+                )
             return
         if self.val_metric not in results:
             # A misspelt metric would otherwise train to the end and never keep a best model.
