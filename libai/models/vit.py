@@ -47,8 +47,9 @@ class VisionTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
         loss_func: a module ``(logits, labels) -> scalar``; the default
             :class:`~libai.models.vision_common.ImageClassificationLoss` takes hard labels and
             the soft targets MixUp produces.
-        layernorm_epsilon: eps of every LayerNorm (1e-6 as in timm; Hugging Face ViTs use
-            their config's ``layer_norm_eps``, 1e-12).
+        layernorm_epsilon: eps of every LayerNorm (1e-5, LiBai's, so its ViT configs and
+            checkpoints give its logits; timm's ViTs use 1e-6, Hugging Face's their config's
+            ``layer_norm_eps``, 1e-12, which ``from_pretrained`` sets).
         activation: the MLP non-linearity.
 
     ``forward(images, labels=None)`` returns ``{"losses": loss}`` in training with labels, else
@@ -71,7 +72,7 @@ class VisionTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
         drop_path_rate: float = 0.0,
         num_classes: int = 1000,
         loss_func: Optional[nn.Module] = None,
-        layernorm_epsilon: float = 1e-6,
+        layernorm_epsilon: float = 1e-5,
         activation: str = "gelu",
     ) -> None:
         super().__init__()
