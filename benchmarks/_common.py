@@ -234,7 +234,7 @@ def make_steady_state_timer(warmup: int, iters: int, clock: Callable[[], float] 
 
         def _wait(self) -> float:
             # All queued work, not just the loss: the backward and the update come after it.
-            from libai.engine.hooks.iteration_timer import wait_for_queued_work
+            from libai.utils.process import wait_for_queued_work
 
             wait_for_queued_work()
             return clock()

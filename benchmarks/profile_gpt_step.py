@@ -28,7 +28,7 @@ import libai  # noqa: E402,F401  (chooses the BLAS kernels before OneFlow loads)
 import numpy as np  # noqa: E402
 import oneflow as flow  # noqa: E402
 
-from libai.engine.hooks.iteration_timer import wait_for_queued_work  # noqa: E402
+from libai.utils.process import wait_for_queued_work  # noqa: E402
 
 
 def timed(fn, n):

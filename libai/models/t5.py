@@ -113,7 +113,7 @@ class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin
         relative_attention_num_buckets, relative_attention_max_distance: the relative bias.
         softmax_scale: factor on ``q·k`` (``None``: ``1/sqrt(head_size)``; Google's T5: 1.0).
         normalization: ``"layernorm"`` or ``"rmsnorm"`` (T5's scale-only norm).
-        linear_bias: biases in the attention and MLP linears.
+        linear_bias: biases in the attention and MLP linears, and in the tied LM head.
         gated_mlp, activation: the feed-forward (T5 v1.1 / MT5: gated ``"gelu_new"``).
         tie_word_embeddings: the LM head is the word embedding (else its own weight).
         scale_decoder_outputs: with a tied head, scale the decoder output by
@@ -210,7 +210,9 @@ class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin
             attn_mask_type="causal", **shared,
         )
         if tie_word_embeddings:
-            self.lm_head = LMLogits(vocab_size, bias=False, layer_idx=-1)
+            # LiBai's flavour (biased linears) also biases the tied head, so its checkpoints
+            # give its logits; Google's T5 (linear_bias=False) has no bias there.
+            self.lm_head = LMLogits(vocab_size, bias=linear_bias, layer_idx=-1)
         else:  # split over the vocabulary like the tied head's logits
             self.lm_head = Linear(
                 hidden_size, vocab_size, bias=False, parallel="col", init_method=init,

@@ -1,5 +1,5 @@
 """Process helpers, valid with or without a parallel layout: this process's rank, the world
-size, the node count, a barrier, the launch check and the default device type."""
+size, the node count, a barrier, the launch check, the default device type, and waiting for this process's queued work."""
 import oneflow as flow
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "get_world_size",
     "is_main_process",
     "synchronize",
+    "wait_for_queued_work",
 ]
 
 
@@ -68,3 +69,19 @@ def default_device_type() -> str:
 def get_num_nodes() -> int:
     """Machines in the run, as OneFlow groups processes into nodes."""
     return flow.env.get_node_size()
+
+
+def wait_for_queued_work() -> None:
+    """Block until every operation this process has queued so far has finished.
+
+    OneFlow runs eager operations (and the launches of a compiled ``nn.Graph``) asynchronously:
+    a training step's Python code returns long before its kernels have run, by up to several
+    steps. A clock read right after a step therefore measures how fast Python can queue work,
+    not how fast the work is done. Reading the clock after this call measures the work.
+
+    The wait is local to this process. In a multi-process run every step ends in collectives
+    (gradient all-reduce, or the tensor/pipeline exchanges), so this rank cannot be ahead of
+    the others by more than the tail of one step; no cross-rank barrier is needed, and none is
+    taken, so ranks that time different iterations cannot deadlock.
+    """
+    flow._oneflow_internal.eager.Sync()

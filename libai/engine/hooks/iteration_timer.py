@@ -5,28 +5,11 @@ import time
 from typing import Callable, Optional
 
 from libai.engine.trainer import HookBase
+from libai.utils.process import wait_for_queued_work
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["IterationTimer", "wait_for_queued_work"]
-
-
-def wait_for_queued_work() -> None:
-    """Block until every operation this process has queued so far has finished.
-
-    OneFlow runs eager operations (and the launches of a compiled ``nn.Graph``) asynchronously:
-    a training step's Python code returns long before its kernels have run, by up to several
-    steps. A clock read right after a step therefore measures how fast Python can queue work,
-    not how fast the work is done. Reading the clock after this call measures the work.
-
-    The wait is local to this process. In a multi-process run every step ends in collectives
-    (gradient all-reduce, or the tensor/pipeline exchanges), so this rank cannot be ahead of
-    the others by more than the tail of one step; no cross-rank barrier is needed, and none is
-    taken, so ranks that time different iterations cannot deadlock.
-    """
-    import oneflow as flow
-
-    flow._oneflow_internal.eager.Sync()
 
 
 class IterationTimer(HookBase):
