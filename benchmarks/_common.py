@@ -87,6 +87,20 @@ class ChildFailed(RuntimeError):
     """A measuring child process exited with an error; the message holds its output's tail."""
 
 
+def measure_in_rounds(name: str, announce: str, run_rounds: Callable[[Any], Any],
+                      report: Callable[[Any, Any], str], args: Any) -> None:
+    """The parent side every round-based benchmark shares: say what is measured, run the
+    rounds (each variant in its own child process), then print the report; a child that failed
+    ends the benchmark with its message instead of a traceback."""
+    print(announce, flush=True)
+    try:
+        rounds = run_rounds(args)
+    except ChildFailed as e:
+        sys.exit(f"{name}: {e}")
+    print()
+    print(report(args, rounds))
+
+
 def read_result(path: str, what: str, output: str) -> Dict[str, Any]:
     """The JSON a child wrote, or :class:`ChildFailed` with the child's output when it did not."""
     if not os.path.exists(path):

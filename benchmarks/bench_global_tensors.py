@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     QUICK_SIZE,
-    ChildFailed,
+    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
@@ -196,14 +196,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.child:
         child_main(args)
         return
-    print(f"Measuring {', '.join(args.modes)} with local and global tensors: {args.repeats} round(s)",
-          flush=True)
-    try:
-        rounds = run_rounds(args)
-    except ChildFailed as e:
-        sys.exit(f"bench_global_tensors: {e}")
-    print()
-    print(report(args, rounds))
+    announce = (f"Measuring {', '.join(args.modes)} with local and global tensors"
+                f": {args.repeats} round(s)")
+    measure_in_rounds("bench_global_tensors", announce, run_rounds, report, args)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     QUICK_SIZE,
-    ChildFailed,
+    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
@@ -252,14 +252,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     if args.child:
         child_main(args)
         return
-    print(f"Measuring {', '.join(args.configs)}: {args.repeats} round(s), each configuration in its own process",
-          flush=True)
-    try:
-        rounds = run_rounds(args)
-    except ChildFailed as e:
-        sys.exit(f"bench_graph_vs_eager: {e}")
-    print()
-    print(report(args, rounds))
+    announce = (f"Measuring {', '.join(args.configs)}"
+                f": {args.repeats} round(s), each configuration in its own process")
+    measure_in_rounds("bench_graph_vs_eager", announce, run_rounds, report, args)
 
 
 if __name__ == "__main__":

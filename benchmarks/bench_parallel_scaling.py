@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
     QUICK_SIZE,
     ChildFailed,
+    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
@@ -254,14 +255,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                 exit_now_on_failure()  # end every rank instead of hanging in the next collective
             raise
         return
-    print(f"Measuring {', '.join(args.layouts)} in {' and '.join(args.modes)} mode: {args.repeats} round(s)",
-          flush=True)
-    try:
-        rounds = run_rounds(args)
-    except ChildFailed as e:
-        sys.exit(f"bench_parallel_scaling: {e}")
-    print()
-    print(report(args, rounds))
+    announce = (f"Measuring {', '.join(args.layouts)} in {' and '.join(args.modes)} mode"
+                f": {args.repeats} round(s)")
+    measure_in_rounds("bench_parallel_scaling", announce, run_rounds, report, args)
 
 
 if __name__ == "__main__":

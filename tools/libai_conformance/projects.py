@@ -322,8 +322,8 @@ def _sft(project: str, config: str) -> Callable[[str, str], Prepared]:
                 "train.dist.device_type=cpu",  # Baichuan's config asks for CUDA
             ],
             upstream_overrides=UPSTREAM, project=True,
-            note=f"its own weights loader needs downloaded weights; the config ran through "
-            f"tools/train_net.py",
+            note="its own weights loader needs downloaded weights; the config ran through "
+            "tools/train_net.py",
         )
 
     return prepare
