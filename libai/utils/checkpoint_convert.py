@@ -110,7 +110,8 @@ def _model_for_libai(model: Dict[str, Any], family: Optional[str]) -> Dict[str, 
     """Our model state with LiBai's names, and the tensors LiBai's model has and ours lacks."""
     theirs = upstream.to_libai_names(model, family)
     if family == "t5":
-        # LiBai's T5 LM head has a bias, ours none: a zero bias computes the same logits
+        # a T5 in Google's flavour (linear_bias=False) has no LM-head bias, LiBai's model always
+        # has one: a zero bias computes the same logits
         for key in [k for k in theirs if k.endswith("embedding.word_embeddings.weight")]:
             bias = key[: -len("embedding.word_embeddings.weight")] + "lm_head.bias"
             theirs.setdefault(bias, flow.zeros(theirs[key].shape[0], dtype=theirs[key].dtype))
