@@ -76,5 +76,19 @@ def test_imagenet_configs_build(name, img_png_tree, tmp_path):
         root = tmp_path / "records"
     train_batch, test_batch, _ = build(load(name), root, root)
     assert tuple(train_batch.images.tensor.shape) == (2, 3, 224, 224)
-    assert tuple(train_batch.labels.tensor.shape) == (2, 1000)
+    # LiBai's default: no MixUp, hard labels (a self-supervised project such as MAE needs them)
+    assert tuple(train_batch.labels.tensor.shape) == (2,)
     assert tuple(test_batch.images.tensor.shape) == (2, 3, 224, 224)
+
+
+def test_imagenet_recipe_mixup_gives_soft_targets(img_png_tree):
+    """The recipes that train on soft targets add DeiT's MixUp themselves (deit_mixup)."""
+    from configs.common.data.imagenet import deit_mixup
+
+    root, _ = img_png_tree
+    cfg = load("imagenet")
+    cfg.dataloader.train.mixup_func = deit_mixup(7)
+    train_batch, _, train = build(cfg, root, root)
+    assert isinstance(train.mixup_func, Mixup) and train.mixup_func.num_classes == 7
+    assert tuple(train_batch.labels.tensor.shape) == (2, 7)
+    assert deit_mixup(3) is not deit_mixup(3)  # a new node per call: recipes never share one
