@@ -4,7 +4,7 @@
 
 ``--libai-ref`` (or ``$LIBAI_REF``) is a LiBai build kept outside this repository: its source in
 ``src/`` and its own Python environment in ``venv/``, run through ``run_libai.py`` (the CPU shims,
-``--shims``, default ``/work/shared/libai_reference``). Nothing of LiBai is copied here: its own
+``--shims``, default ``../shared/libai_reference`` beside the repository). Nothing of LiBai is copied here: its own
 ``configs/gpt2_pretrain.py`` is used as it is, shrunk by command-line overrides, on a tiny corpus
 this script writes in Megatron's format (``tools/preprocess_data.py``).
 
@@ -460,8 +460,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--libai-ref", default=os.environ.get("LIBAI_REF"),
                         help="LiBai build folder with src/ and venv/ (default: $LIBAI_REF)")
-    parser.add_argument("--shims", default="/work/shared/libai_reference",
-                        help="folder of run_libai.py (LiBai's CPU shims)")
+    shared = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "shared", "libai_reference")
+    parser.add_argument("--shims", default=shared,
+                        help="folder of run_libai.py (LiBai's CPU shims; default: the shared folder "
+                        "beside the repository)")
     parser.add_argument("--work", default=None, help="scratch folder (default: a new temporary one)")
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--tol", type=float, default=1e-5, help="largest logits difference allowed")

@@ -23,9 +23,13 @@ from typing import Callable, Dict, List, Optional, Sequence
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUR_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 OUR_TRAIN_NET = os.path.join(REPO, "tools", "train_net.py")
-REF_ROOT = os.environ.get("LIBAI_REF", "/work/libai_ref")
+REF_ROOT = os.environ.get("LIBAI_REF", os.path.join(os.path.dirname(REPO), "libai_ref"))
 REF_PYTHON = os.path.join(REF_ROOT, "venv", "bin", "python")
-RUN_LIBAI = os.environ.get("LIBAI_REF_RUNNER", "/work/shared/libai_reference/run_libai.py")
+# LiBai's CPU shims live in the team's shared folder beside the repository (never committed)
+RUN_LIBAI = os.environ.get(
+    "LIBAI_REF_RUNNER",
+    os.path.join(os.path.dirname(REPO), "shared", "libai_reference", "run_libai.py"),
+)
 
 
 @dataclass

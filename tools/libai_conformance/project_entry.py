@@ -17,6 +17,7 @@ Environment: ``LIBAI_PROJECT_DEPS`` (a folder of the project's own requirements,
 ``sys.path`` before anything is imported) and ``LIBAI_PROJECT_PATH`` (a project folder its
 imports are relative to, as MAE's ``configs.models``).
 """
+import importlib
 import os
 import runpy
 import sys
@@ -62,10 +63,13 @@ def main() -> None:
         _forget({"projects", "configs", "tools"})
         run_default = cli.launch_main
     else:
-        runner = os.environ.get("LIBAI_REF_RUNNER", "/work/shared/libai_reference/run_libai.py")
+        runner = os.environ.get("LIBAI_REF_RUNNER") or os.path.join(
+            os.path.dirname(repo), "shared", "libai_reference", "run_libai.py"
+        )
         sys.path.insert(0, os.path.dirname(runner))
         sys.path[:] = [p for p in sys.path if os.path.abspath(p or cwd) != here]
-        import run_libai  # noqa: F401  (the CPU shims)
+        # LiBai's CPU shims: a script of the team's shared folder, not a package we depend on
+        importlib.import_module(os.path.splitext(os.path.basename(runner))[0])
 
         _forget({"projects", "configs", "tools"})
         run_default = None
