@@ -87,6 +87,21 @@ class ChildFailed(RuntimeError):
     """A measuring child process exited with an error; the message holds its output's tail."""
 
 
+def add_round_arguments(parser: Any, iters: int, warmup: int, repeats: int, repeats_help: str) -> None:
+    """``--iters``, ``--warmup`` and ``--repeats``, the arguments every round-based benchmark takes."""
+    parser.add_argument("--iters", type=int, default=iters, help="timed iterations per run (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=warmup,
+                        help="untimed iterations first; the first compiles the graph (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=repeats, help=f"{repeats_help} (default: %(default)s)")
+
+
+def require_positive(parser: Any, args: Any, names: Sequence[str]) -> None:
+    """Refuse a count below 1, naming its flag."""
+    for name in names:
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+
+
 def measure_in_rounds(name: str, announce: str, run_rounds: Callable[[Any], Any],
                       report: Callable[[Any, Any], str], args: Any) -> None:
     """The parent side every round-based benchmark shares: say what is measured, run the

@@ -31,12 +31,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     QUICK_SIZE,
-    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
+    add_round_arguments,
     format_table,
+    measure_in_rounds,
     measure_training,
+    require_positive,
     run_child,
 )
 
@@ -50,11 +52,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Samples/s of a small GPT in one process with global tensors (libai's way, "
         "LiBai's too) and with plain local tensors, Eager and Graph, and their ratio."
     )
-    parser.add_argument("--iters", type=int, default=10, help="timed iterations per run (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=3,
-                        help="untimed iterations first; the first compiles the graph (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=4,
-                        help="rounds; each runs every variant once (default: %(default)s)")
+    add_round_arguments(parser, iters=10, warmup=3, repeats=4,
+                        repeats_help="rounds; each runs every variant once")
     parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=1,
                         help="OMP_NUM_THREADS of each child process (default: %(default)s)")
@@ -69,9 +68,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("iters", "warmup", "repeats", "batch_size", "threads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    require_positive(parser, args, ("iters", "warmup", "repeats", "batch_size", "threads"))
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in args.modes if m not in MODES]
     if unknown or not args.modes:

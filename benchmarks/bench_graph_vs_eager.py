@@ -40,13 +40,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
     QUICK_SIZE,
-    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
+    add_round_arguments,
     format_table,
     graph_float_blobs,
+    measure_in_rounds,
     measure_training,
+    require_positive,
     run_child,
 )
 
@@ -68,11 +70,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Samples/s, ratio to Eager mode, compile time and peak memory of a small GPT "
         "trained in Eager and Graph mode, with and without AMP and activation checkpointing."
     )
-    parser.add_argument("--iters", type=int, default=5, help="timed iterations per run (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=2,
-                        help="untimed iterations first; the first compiles the graph (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="rounds of all configurations, in alternating order (default: %(default)s)")
+    add_round_arguments(parser, iters=5, warmup=2, repeats=3,
+                        repeats_help="rounds of all configurations, in alternating order")
     parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default: %(default)s)")
     parser.add_argument("--dropout", type=float, default=0.0,
                         help="dropout probability of the GPT; 0.1 is GPT-2's (default: %(default)s)")
@@ -88,9 +87,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result-file", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("iters", "warmup", "repeats", "batch_size", "threads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    require_positive(parser, args, ("iters", "warmup", "repeats", "batch_size", "threads"))
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown or not args.configs:

@@ -46,12 +46,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
     QUICK_SIZE,
     ChildFailed,
-    measure_in_rounds,
     GPTSize,
     RunSpec,
     Spread,
+    add_round_arguments,
     format_table,
+    measure_in_rounds,
     measure_training,
+    require_positive,
 )
 
 SCRIPT = os.path.abspath(__file__)
@@ -72,11 +74,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Samples/s of a small GPT in 1 process and in 2 processes under data, tensor "
         "and pipeline parallelism (Eager and Graph mode), with the ratios to 1 process."
     )
-    parser.add_argument("--iters", type=int, default=3, help="timed iterations per run (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=2,
-                        help="untimed iterations first; the first compiles the graph (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="rounds of all layouts, in alternating order (default: %(default)s)")
+    add_round_arguments(parser, iters=3, warmup=2, repeats=1,
+                        repeats_help="rounds of all layouts, in alternating order")
     parser.add_argument("--global-batch", type=int, default=8,
                         help="samples per step, the same in every layout; a multiple of 2 × --micro-batches "
                         "(default: %(default)s)")
@@ -96,9 +95,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name in ("iters", "warmup", "repeats", "global_batch", "micro_batches"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    require_positive(parser, args, ("iters", "warmup", "repeats", "global_batch", "micro_batches"))
     if args.global_batch % (2 * args.micro_batches):
         parser.error(f"--global-batch must be a multiple of {2 * args.micro_batches} (2 data-parallel ranks × "
                      f"{args.micro_batches} micro-batches), got {args.global_batch}")
