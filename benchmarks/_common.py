@@ -1,6 +1,7 @@
-"""Shared pieces of ``bench_graph_vs_eager.py`` and ``bench_parallel_scaling.py``.
+"""Shared pieces of ``bench_graph_vs_eager.py``, ``bench_parallel_scaling.py`` and
+``bench_global_tensors.py``.
 
-Both benchmarks train the same small GPT on synthetic tokens through ``DefaultTrainer`` in child
+The three benchmarks train the same small GPT on synthetic tokens through ``DefaultTrainer`` in child
 processes and report steady-state samples/s. This module holds what they share:
 
 * the parent side (no OneFlow import, so the parent stays small): running a child and reading
@@ -9,6 +10,7 @@ processes and report steady-state samples/s. This module holds what they share:
   precision the step really computed in. OneFlow is imported inside these functions only, so the
   caller can set ``OMP_NUM_THREADS`` before OneFlow sizes its thread pools.
 """
+import argparse
 import json
 import math
 import os
@@ -95,11 +97,58 @@ def add_round_arguments(parser: Any, iters: int, warmup: int, repeats: int, repe
     parser.add_argument("--repeats", type=int, default=repeats, help=f"{repeats_help} (default: %(default)s)")
 
 
+# The options several benchmarks share, by flag: (type, default, help) or, for --device, choices.
+_SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
+    "--batch-size": dict(type=int, default=8, help="samples per step (default: %(default)s)"),
+    "--dropout": dict(type=float, default=0.0,
+                      help="dropout probability of the GPT; 0.1 is GPT-2's (default: %(default)s)"),
+    "--threads": dict(type=int, default=1,
+                      help="OMP_NUM_THREADS of each child process (default: %(default)s)"),
+    "--device": dict(choices=("cpu", "cuda"), default=None,
+                     help="device type (default: CUDA when OneFlow sees a GPU, else CPU)"),
+}
+
+
+def round_parser(description: str, iters: int, warmup: int, repeats: int,
+                 repeats_help: str) -> argparse.ArgumentParser:
+    """The argument parser of a round-based benchmark, with its round arguments."""
+    parser = argparse.ArgumentParser(description=description)
+    add_round_arguments(parser, iters, warmup, repeats, repeats_help)
+    return parser
+
+
+def add_shared_options(parser: Any, *flags: str) -> None:
+    """Add the named options of ``_SHARED_OPTIONS``, in the order given (the ``--help`` order)."""
+    for flag in flags:
+        parser.add_argument(flag, **_SHARED_OPTIONS[flag])
+
+
 def require_positive(parser: Any, args: Any, names: Sequence[str]) -> None:
     """Refuse a count below 1, naming its flag."""
     for name in names:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+
+
+def add_child_arguments(parser: Any, quick_help: str, timeout: float, timeout_help: str,
+                        result_flag: str = "--result-file") -> None:
+    """``--quick``, ``--timeout`` and the hidden ``--child`` and result flag, which every
+    benchmark that measures in child processes takes (in this order, after its own)."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--timeout", type=float, default=timeout,
+                        help=f"{timeout_help} (default: %(default)s)")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(result_flag, default=None, help=argparse.SUPPRESS)
+
+
+def parse_choices(parser: Any, flag: str, value: str, allowed: Sequence[str], what: str) -> List[str]:
+    """The comma-separated ``value`` of ``flag`` as a list, refusing a name not in ``allowed``
+    (``what`` names the kind, e.g. ``"mode(s)"``) or an empty list."""
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in allowed]
+    if unknown or not chosen:
+        parser.error(f"{flag}: unknown {what} {unknown}; choose from {', '.join(allowed)}")
+    return chosen
 
 
 def measure_in_rounds(name: str, announce: str, run_rounds: Callable[[Any], Any],
@@ -114,6 +163,30 @@ def measure_in_rounds(name: str, announce: str, run_rounds: Callable[[Any], Any]
         sys.exit(f"{name}: {e}")
     print()
     print(report(args, rounds))
+
+
+def benchmark_main(name: str, args: Any, child_main: Callable[[Any], None], announce: str,
+                   run_rounds: Callable[[Any], Any], report: Callable[[Any, Any], str]) -> None:
+    """What a benchmark's ``main`` does with its parsed ``args``: a child measures one variant
+    (``child_main``); the parent runs the rounds and prints the report."""
+    if args.child:
+        child_main(args)
+        return
+    measure_in_rounds(name, announce, run_rounds, report, args)
+
+
+def report_text(head: List[str], headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                notes: List[str]) -> str:
+    """A benchmark's report: the lines saying what ran, the table, then the notes reading it."""
+    return "\n".join(head + [format_table(headers, rows)] + notes)
+
+
+def write_child_result(path: str, result: Dict[str, Any], **extra: Any) -> None:
+    """Write a child's ``result`` (plus ``extra`` and its ``OMP_NUM_THREADS``) for the parent."""
+    result.update(extra)
+    result["threads"] = os.environ.get("OMP_NUM_THREADS")
+    with open(path, "w") as f:
+        json.dump(result, f)
 
 
 def read_result(path: str, what: str, output: str) -> Dict[str, Any]:

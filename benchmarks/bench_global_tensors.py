@@ -20,7 +20,6 @@ the global/local ratio is taken within a round, so that a change of the machine'
 sides of a ratio alike.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,17 +29,9 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE,
-    GPTSize,
-    RunSpec,
-    Spread,
-    add_round_arguments,
-    format_table,
-    measure_in_rounds,
-    measure_training,
-    require_positive,
-    run_child,
-)
+    QUICK_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
+    add_shared_options, benchmark_main, measure_training, parse_choices, report_text, round_parser,
+    require_positive, run_child, write_child_result)
 
 SCRIPT = os.path.abspath(__file__)
 TENSORS = ("local", "global")
@@ -48,31 +39,21 @@ MODES = ("eager", "graph")
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Samples/s of a small GPT in one process with global tensors (libai's way, "
-        "LiBai's too) and with plain local tensors, Eager and Graph, and their ratio."
-    )
-    add_round_arguments(parser, iters=10, warmup=3, repeats=4,
-                        repeats_help="rounds; each runs every variant once")
-    parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="OMP_NUM_THREADS of each child process (default: %(default)s)")
+    parser = round_parser(
+        "Samples/s of a small GPT in one process with global tensors (libai's way, "
+        "LiBai's too) and with plain local tensors, Eager and Graph, and their ratio.",
+        iters=10, warmup=3, repeats=4, repeats_help="rounds; each runs every variant once")
+    add_shared_options(parser, "--batch-size", "--threads")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated subset of: eager, graph (default: both)")
     parser.add_argument("--small", action="store_true",
                         help="the tiny GPT of --quick (hidden 64, 2 layers, sequence 32) with the given "
                         "iterations and rounds: per-op overheads weigh more in a short step")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per child (default: %(default)s)")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--result-file", default=None, help=argparse.SUPPRESS)
+    add_child_arguments(parser, "a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)",
+                        timeout=600, timeout_help="seconds allowed per child")
     args = parser.parse_args(argv)
     require_positive(parser, args, ("iters", "warmup", "repeats", "batch_size", "threads"))
-    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in args.modes if m not in MODES]
-    if unknown or not args.modes:
-        parser.error(f"--modes: unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+    args.modes = parse_choices(parser, "--modes", args.modes, MODES, "mode(s)")
     if args.quick:
         args.iters, args.warmup, args.repeats = 2, 1, 1
     return args
@@ -107,10 +88,7 @@ def child_main(args: argparse.Namespace) -> None:
         result = measure_training(spec, out, probe=probe)
     if result["parameter_is_global"] != (tensors == "global"):
         raise RuntimeError(f"variant {args.child}: parameters are not {tensors} tensors")
-    result["variant"] = args.child
-    result["threads"] = os.environ.get("OMP_NUM_THREADS")
-    with open(args.result_file, "w") as f:
-        json.dump(result, f)
+    write_child_result(args.result_file, result, variant=args.child)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,17 +163,14 @@ def report(args: argparse.Namespace, rounds: List[Dict[str, Dict[str, Any]]]) ->
         "CPU time (all threads), less disturbed by other jobs. step ms, compile s: medians over rounds;",
         "compile s = first iteration - steady step.",
     ]
-    return "\n".join(head + [format_table(headers, rows)] + notes)
+    return report_text(head, headers, rows, notes)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    if args.child:
-        child_main(args)
-        return
     announce = (f"Measuring {', '.join(args.modes)} with local and global tensors"
                 f": {args.repeats} round(s)")
-    measure_in_rounds("bench_global_tensors", announce, run_rounds, report, args)
+    benchmark_main("bench_global_tensors", args, child_main, announce, run_rounds, report)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ the compiled job (fp16 tensors and casts to fp16 that the AMP pass inserted); fo
 dtype of the logits of a forward pass under the run's own autocast context.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -39,18 +38,9 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE,
-    GPTSize,
-    RunSpec,
-    Spread,
-    add_round_arguments,
-    format_table,
-    graph_float_blobs,
-    measure_in_rounds,
-    measure_training,
-    require_positive,
-    run_child,
-)
+    QUICK_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
+    add_shared_options, benchmark_main, graph_float_blobs, measure_training, parse_choices,
+    report_text, round_parser, require_positive, run_child, write_child_result)
 
 SCRIPT = os.path.abspath(__file__)
 
@@ -66,32 +56,19 @@ BASELINE = "eager"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Samples/s, ratio to Eager mode, compile time and peak memory of a small GPT "
-        "trained in Eager and Graph mode, with and without AMP and activation checkpointing."
-    )
-    add_round_arguments(parser, iters=5, warmup=2, repeats=3,
-                        repeats_help="rounds of all configurations, in alternating order")
-    parser.add_argument("--batch-size", type=int, default=8, help="samples per step (default: %(default)s)")
-    parser.add_argument("--dropout", type=float, default=0.0,
-                        help="dropout probability of the GPT; 0.1 is GPT-2's (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="OMP_NUM_THREADS of each child process (default: %(default)s)")
+    parser = round_parser(
+        "Samples/s, ratio to Eager mode, compile time and peak memory of a small GPT "
+        "trained in Eager and Graph mode, with and without AMP and activation checkpointing.",
+        iters=5, warmup=2, repeats=3, repeats_help="rounds of all configurations, in alternating order")
+    add_shared_options(parser, "--batch-size", "--dropout", "--threads")
     parser.add_argument("--configs", default=",".join(CONFIGS),
                         help="comma-separated subset of: " + ", ".join(CONFIGS) + " (default: all)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                        help="device type (default: CUDA when OneFlow sees a GPU, else CPU)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per child (default: %(default)s)")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--result-file", default=None, help=argparse.SUPPRESS)
+    add_shared_options(parser, "--device")
+    add_child_arguments(parser, "a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)",
+                        timeout=600, timeout_help="seconds allowed per child")
     args = parser.parse_args(argv)
     require_positive(parser, args, ("iters", "warmup", "repeats", "batch_size", "threads"))
-    args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    unknown = [c for c in args.configs if c not in CONFIGS]
-    if unknown or not args.configs:
-        parser.error(f"--configs: unknown configuration(s) {unknown}; choose from {', '.join(CONFIGS)}")
+    args.configs = parse_choices(parser, "--configs", args.configs, list(CONFIGS), "configuration(s)")
     if BASELINE not in args.configs:
         args.configs.insert(0, BASELINE)  # every ratio is to Eager mode
     if args.quick:
@@ -127,10 +104,7 @@ def child_main(args: argparse.Namespace) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench_graph_eager_") as out:
         result = measure_training(run_spec(args, args.child), out, probe=precision_probe)
-    result["config"] = args.child
-    result["threads"] = os.environ.get("OMP_NUM_THREADS")
-    with open(args.result_file, "w") as f:
-        json.dump(result, f)
+    write_child_result(args.result_file, result, config=args.child)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +193,7 @@ def report(args: argparse.Namespace, rounds: List[Dict[str, Dict[str, Any]]]) ->
         "memory (VmHWM), start-up included; growth: that peak minus the resident memory just before the first",
         "iteration (what training itself added).",
     ] + amp_notes(args, rounds)
-    return "\n".join(head + [format_table(headers, rows)] + notes)
+    return report_text(head, headers, rows, notes)
 
 
 def amp_notes(args: argparse.Namespace, rounds: List[Dict[str, Dict[str, Any]]]) -> List[str]:
@@ -246,12 +220,9 @@ def amp_notes(args: argparse.Namespace, rounds: List[Dict[str, Dict[str, Any]]])
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    if args.child:
-        child_main(args)
-        return
     announce = (f"Measuring {', '.join(args.configs)}"
                 f": {args.repeats} round(s), each configuration in its own process")
-    measure_in_rounds("bench_graph_vs_eager", announce, run_rounds, report, args)
+    benchmark_main("bench_graph_vs_eager", args, child_main, announce, run_rounds, report)
 
 
 if __name__ == "__main__":

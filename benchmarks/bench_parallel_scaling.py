@@ -44,17 +44,9 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE,
-    ChildFailed,
-    GPTSize,
-    RunSpec,
-    Spread,
-    add_round_arguments,
-    format_table,
-    measure_in_rounds,
-    measure_training,
-    require_positive,
-)
+    QUICK_SIZE, ChildFailed, GPTSize, RunSpec, Spread, add_child_arguments,
+    add_shared_options, benchmark_main, measure_training, parse_choices, report_text, round_parser,
+    require_positive, write_child_result)
 
 SCRIPT = os.path.abspath(__file__)
 
@@ -70,30 +62,23 @@ MODES = ("eager", "graph")
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Samples/s of a small GPT in 1 process and in 2 processes under data, tensor "
-        "and pipeline parallelism (Eager and Graph mode), with the ratios to 1 process."
-    )
-    add_round_arguments(parser, iters=3, warmup=2, repeats=1,
-                        repeats_help="rounds of all layouts, in alternating order")
+    parser = round_parser(
+        "Samples/s of a small GPT in 1 process and in 2 processes under data, tensor "
+        "and pipeline parallelism (Eager and Graph mode), with the ratios to 1 process.",
+        iters=3, warmup=2, repeats=1, repeats_help="rounds of all layouts, in alternating order")
     parser.add_argument("--global-batch", type=int, default=8,
                         help="samples per step, the same in every layout; a multiple of 2 × --micro-batches "
                         "(default: %(default)s)")
     parser.add_argument("--micro-batches", type=int, default=4,
                         help="micro-batches per step in every run (train.num_accumulation_steps); tensor- and "
                         "pipeline-parallel graphs on the CPU need several (default: %(default)s)")
-    parser.add_argument("--dropout", type=float, default=0.0,
-                        help="dropout probability of the GPT; 0.1 is GPT-2's (default: %(default)s)")
+    add_shared_options(parser, "--dropout")
     parser.add_argument("--layouts", default=",".join(LAYOUTS),
                         help="comma-separated subset of: " + ", ".join(LAYOUTS) + " (default: all)")
     parser.add_argument("--modes", default=",".join(MODES), help="eager, graph or both (default: both)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
-                        help="device type (default: CUDA when OneFlow sees a GPU, else CPU)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny GPT, 1 warm-up + 2 timed iterations, 1 round, 1 process and DP=2 only")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per launch (default: %(default)s)")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--result-dir", default=None, help=argparse.SUPPRESS)
+    add_shared_options(parser, "--device")
+    add_child_arguments(parser, "a tiny GPT, 1 warm-up + 2 timed iterations, 1 round, 1 process and DP=2 only",
+                        timeout=900, timeout_help="seconds allowed per launch", result_flag="--result-dir")
     args = parser.parse_args(argv)
     require_positive(parser, args, ("iters", "warmup", "repeats", "global_batch", "micro_batches"))
     if args.global_batch % (2 * args.micro_batches):
@@ -101,19 +86,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                      f"{args.micro_batches} micro-batches), got {args.global_batch}")
     if args.quick:
         args.iters, args.warmup, args.repeats, args.layouts = 2, 1, 1, f"{BASELINE},DP=2"
-    args.layouts = _choices(parser, "--layouts", args.layouts, LAYOUTS)
-    args.modes = _choices(parser, "--modes", args.modes, MODES)
+    args.layouts = parse_choices(parser, "--layouts", args.layouts, list(LAYOUTS), "value(s)")
+    args.modes = parse_choices(parser, "--modes", args.modes, MODES, "value(s)")
     if BASELINE not in args.layouts:
         args.layouts.insert(0, BASELINE)  # every ratio is to the 1-process run
     return args
-
-
-def _choices(parser: argparse.ArgumentParser, flag: str, value: str, allowed: Any) -> List[str]:
-    chosen = [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [v for v in chosen if v not in allowed]
-    if unknown or not chosen:
-        parser.error(f"{flag}: unknown value(s) {unknown}; choose from {', '.join(allowed)}")
-    return chosen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,9 +110,8 @@ def child_main(args: argparse.Namespace) -> None:
                        device_type=args.device)
         with tempfile.TemporaryDirectory(prefix=f"bench_scaling_{rank}_") as out:
             result = measure_training(spec, out)
-        result.update(layout=args.child, mode=mode, rank=rank, threads=os.environ.get("OMP_NUM_THREADS"))
-        with open(os.path.join(args.result_dir, f"{mode}_rank{rank}.json"), "w") as f:
-            json.dump(result, f)
+        write_child_result(os.path.join(args.result_dir, f"{mode}_rank{rank}.json"), result,
+                           layout=args.child, mode=mode, rank=rank)
         dist.synchronize()
 
 
@@ -236,25 +212,29 @@ def report(args: argparse.Namespace, rounds: List[Dict[str, Dict[str, Any]]]) ->
         "ratio of 2 at a CPU ratio of 1; below 1, the layout's communication and coordination cost more than",
         "the second process gave.",
     ]
-    return "\n".join(head + [format_table(headers, rows)] + notes)
+    return report_text(head, headers, rows, notes)
+
+
+def child_main_or_end_every_rank(args: argparse.Namespace) -> None:
+    """``child_main``; on an error in a multi-process launch, end every rank instead of leaving
+    the others hanging in the next collective."""
+    try:
+        child_main(args)
+    except Exception:
+        from libai.engine.default import exit_now_on_failure
+        from libai.utils import distributed as dist
+
+        if dist.get_world_size() > 1:
+            exit_now_on_failure()
+        raise
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    if args.child:
-        try:
-            child_main(args)
-        except Exception:
-            from libai.engine.default import exit_now_on_failure
-            from libai.utils import distributed as dist
-
-            if dist.get_world_size() > 1:
-                exit_now_on_failure()  # end every rank instead of hanging in the next collective
-            raise
-        return
     announce = (f"Measuring {', '.join(args.layouts)} in {' and '.join(args.modes)} mode"
                 f": {args.repeats} round(s)")
-    measure_in_rounds("bench_parallel_scaling", announce, run_rounds, report, args)
+    benchmark_main("bench_parallel_scaling", args, child_main_or_end_every_rank, announce,
+                   run_rounds, report)
 
 
 if __name__ == "__main__":

@@ -44,22 +44,27 @@ def _check_padding_idx(padding_idx: Optional[int], num_embeddings: int) -> Optio
 
 
 class _EmbeddingBase(nn.Module):
-    """Shared lookup: ids (any shape) -> ``[*ids.shape, embedding_dim]``."""
+    """Shared lookup: ids (any shape) -> ``[*ids.shape, embedding_dim]``.
 
-    _weight_tensor_sbp: Any = None
+    The two public tables differ only in how the weight is laid out over the tensor-parallel
+    ranks (``_tensor_sbp``) and what sizes that layout accepts (``_check_size``); both take the
+    arguments documented on :class:`VocabEmbedding`.
+    """
 
     def __init__(
         self,
         num_embeddings: int,
         embedding_dim: int,
-        init_method: Callable[[flow.Tensor], Any],
-        padding_idx: Optional[int],
-        layer_idx: int,
-        dtype: flow.dtype,
-        amp_enabled: bool,
+        init_method: Callable[[flow.Tensor], Any] = nn.init.xavier_normal_,
+        padding_idx: Optional[int] = None,
+        *,
+        layer_idx: int = 0,
+        dtype: flow.dtype = flow.float32,
+        amp_enabled: bool = False,
     ) -> None:
         super().__init__()
         self.layout = current_layout()
+        self._check_size(num_embeddings)
         self.layer_idx = layer_idx
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -73,6 +78,9 @@ class _EmbeddingBase(nn.Module):
             self._tensor_sbp(),
             dtype,
         )
+
+    def _check_size(self, num_embeddings: int) -> None:
+        """Raise if the layout cannot hold ``num_embeddings`` rows (here any size works)."""
 
     def _tensor_sbp(self) -> Any:
         return None
@@ -99,32 +107,20 @@ class VocabEmbedding(_EmbeddingBase):
         embedding_dim: hidden size.
         init_method: fills the full ``[vocab, hidden]`` table in place.
         padding_idx: a row initialised to zero (its gradient is not masked).
-        layer_idx: pipeline position, normally 0.
+        layer_idx: pipeline position, normally 0 (keyword only).
+        dtype: the weight's dtype (keyword only).
         amp_enabled: accepted for LiBai config compatibility; mixed precision itself is
             applied by the engine (graph AMP or autocast), not by the layer.
     """
 
-    def __init__(
-        self,
-        num_embeddings: int,
-        embedding_dim: int,
-        init_method: Callable[[flow.Tensor], Any] = nn.init.xavier_normal_,
-        padding_idx: Optional[int] = None,
-        *,
-        layer_idx: int = 0,
-        dtype: flow.dtype = flow.float32,
-        amp_enabled: bool = False,
-    ) -> None:
-        tp = current_layout().tensor_parallel_size
+    def _check_size(self, num_embeddings: int) -> None:
+        tp = self.layout.tensor_parallel_size
         if num_embeddings % tp:
             raise ValueError(
                 f"VocabEmbedding splits num_embeddings={num_embeddings} over "
                 f"tensor_parallel_size={tp}, which does not divide it; pad the vocabulary to a "
                 f"multiple of {tp}"
             )
-        super().__init__(
-            num_embeddings, embedding_dim, init_method, padding_idx, layer_idx, dtype, amp_enabled
-        )
 
     def _tensor_sbp(self) -> Any:
         return split(0)
@@ -135,21 +131,6 @@ class Embedding(_EmbeddingBase):
 
     Same arguments as :class:`VocabEmbedding`; any size works.
     """
-
-    def __init__(
-        self,
-        num_embeddings: int,
-        embedding_dim: int,
-        init_method: Callable[[flow.Tensor], Any] = nn.init.xavier_normal_,
-        padding_idx: Optional[int] = None,
-        *,
-        layer_idx: int = 0,
-        dtype: flow.dtype = flow.float32,
-        amp_enabled: bool = False,
-    ) -> None:
-        super().__init__(
-            num_embeddings, embedding_dim, init_method, padding_idx, layer_idx, dtype, amp_enabled
-        )
 
 
 def sinusoid_table(num_positions: int, dim: int) -> np.ndarray:

@@ -10,7 +10,7 @@ the whole process at compute time. The layer therefore decides once, at construc
 ``flow._C.rms_norm`` has no CPU kernel in 0.9.0) and always computes the statistics in float32,
 as Hugging Face's T5 and Llama do, so half-precision inputs do not lose the small variances.
 """
-from typing import Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import oneflow as flow
 from oneflow import nn
@@ -21,7 +21,42 @@ from libai.utils.distributed import current_layout
 __all__ = ["LayerNorm", "RMSLayerNorm", "RMSNorm"]
 
 
-class LayerNorm(nn.Module):
+class _TrailingNorm(nn.Module):
+    """What both norms share: the normalised trailing shape, ``eps``, the placement and the
+    learned scale (``weight``, initialised to 1, broadcast on the layer's stage)."""
+
+    def __init__(
+        self,
+        normalized_shape: Union[int, Sequence[int]],
+        eps: float,
+        elementwise_affine: bool,
+        layer_idx: int,
+        dtype: flow.dtype,
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(n) for n in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        self.layout = current_layout()
+        self.layer_idx = layer_idx
+        self.weight = self._affine(nn.init.ones_, elementwise_affine, dtype)
+
+    def _affine(self, init: Callable, wanted: bool, dtype: flow.dtype) -> Optional[nn.Parameter]:
+        """A parameter of the normalised shape filled by ``init``, or None when not ``wanted``."""
+        if not wanted:
+            return None
+        return make_parameter(self.normalized_shape, init, self.layout, self.layer_idx, None, dtype)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, layer_idx={self.layer_idx}"
+        )
+
+
+class LayerNorm(_TrailingNorm):
     """Normalise over the last ``len(normalized_shape)`` dims, then scale and shift.
 
     Args:
@@ -44,26 +79,9 @@ class LayerNorm(nn.Module):
         layer_idx: int = 0,
         dtype: flow.dtype = flow.float32,
     ) -> None:
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(n) for n in normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        self.layout = current_layout()
-        self.layer_idx = layer_idx
+        super().__init__(normalized_shape, eps, elementwise_affine, layer_idx, dtype)
         self._fused = self.layout.device_type == "cuda"
-        shape = self.normalized_shape
-        self.weight = (
-            make_parameter(shape, nn.init.ones_, self.layout, layer_idx, None, dtype)
-            if elementwise_affine
-            else None
-        )
-        self.bias = (
-            make_parameter(shape, nn.init.zeros_, self.layout, layer_idx, None, dtype)
-            if elementwise_affine and bias
-            else None
-        )
+        self.bias = self._affine(nn.init.zeros_, elementwise_affine and bias, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
         x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
@@ -85,14 +103,8 @@ class LayerNorm(nn.Module):
             normed = flow.nn.functional.layer_norm(x, self.normalized_shape, eps=self.eps)
         return normed if self.weight is None else normed * self.weight
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}, layer_idx={self.layer_idx}"
-        )
 
-
-class RMSLayerNorm(nn.Module):
+class RMSLayerNorm(_TrailingNorm):
     """Root-mean-square normalisation over the last dim(s), then a learned scale.
 
     Args:
@@ -116,21 +128,8 @@ class RMSLayerNorm(nn.Module):
         layer_idx: int = 0,
         dtype: flow.dtype = flow.float32,
     ) -> None:
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(n) for n in normalized_shape)
-        self.eps = eps
+        super().__init__(normalized_shape, eps, elementwise_affine, layer_idx, dtype)
         self.l2norm_epsilon = eps  # LiBai's attribute name for the same number
-        self.elementwise_affine = elementwise_affine
-        self.layout = current_layout()
-        self.layer_idx = layer_idx
-        shape = self.normalized_shape
-        self.weight = (
-            make_parameter(shape, nn.init.ones_, self.layout, layer_idx, None, dtype)
-            if elementwise_affine
-            else None
-        )
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
         x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
@@ -144,12 +143,6 @@ class RMSLayerNorm(nn.Module):
         if self.weight.dtype in (flow.float16, flow.bfloat16):
             normed = normed.to(self.weight.dtype)
         return normed * self.weight
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}, layer_idx={self.layer_idx}"
-        )
 
 
 #: The name Hugging Face's Llama (and most newer code) uses for the same layer.

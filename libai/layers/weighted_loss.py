@@ -50,49 +50,24 @@ class WeightedLoss(nn.Module):
         return f"lambda_weight={self.lambda_weight}"
 
 
-class CrossEntropyLoss(WeightedLoss):
-    """Weighted ``oneflow.nn.CrossEntropyLoss`` (inputs: logits, integer labels)."""
-
-    loss_class = nn.CrossEntropyLoss
-
-
-class NLLLoss(WeightedLoss):
-    """Weighted ``oneflow.nn.NLLLoss`` (inputs: log-probabilities, integer labels)."""
-
-    loss_class = nn.NLLLoss
+def _weighted(loss_class: Type[nn.Module], doc: str) -> Type[WeightedLoss]:
+    """A :class:`WeightedLoss` subclass named after ``loss_class`` (e.g. ``L1Loss``), in this module."""
+    name = loss_class.__name__
+    return type(name, (WeightedLoss,), {"loss_class": loss_class, "__doc__": doc,
+                                        "__module__": __name__, "__qualname__": name})
 
 
-class BCELoss(WeightedLoss):
-    """Weighted ``oneflow.nn.BCELoss`` (inputs: probabilities, targets in [0, 1])."""
-
-    loss_class = nn.BCELoss
-
-
-class BCEWithLogitsLoss(WeightedLoss):
-    """Weighted ``oneflow.nn.BCEWithLogitsLoss`` (inputs: logits, targets in [0, 1])."""
-
-    loss_class = nn.BCEWithLogitsLoss
-
-
-class L1Loss(WeightedLoss):
-    """Weighted ``oneflow.nn.L1Loss`` (mean absolute error)."""
-
-    loss_class = nn.L1Loss
-
-
-class MSELoss(WeightedLoss):
-    """Weighted ``oneflow.nn.MSELoss`` (mean squared error)."""
-
-    loss_class = nn.MSELoss
-
-
-class SmoothL1Loss(WeightedLoss):
-    """Weighted ``oneflow.nn.SmoothL1Loss`` (Huber-like, ``beta`` sets the switch point)."""
-
-    loss_class = nn.SmoothL1Loss
-
-
-class KLDivLoss(WeightedLoss):
-    """Weighted ``oneflow.nn.KLDivLoss`` (inputs: log-probabilities, target probabilities)."""
-
-    loss_class = nn.KLDivLoss
+CrossEntropyLoss = _weighted(nn.CrossEntropyLoss,
+                             "Weighted ``oneflow.nn.CrossEntropyLoss`` (inputs: logits, integer labels).")
+NLLLoss = _weighted(nn.NLLLoss,
+                    "Weighted ``oneflow.nn.NLLLoss`` (inputs: log-probabilities, integer labels).")
+BCELoss = _weighted(nn.BCELoss,
+                    "Weighted ``oneflow.nn.BCELoss`` (inputs: probabilities, targets in [0, 1]).")
+BCEWithLogitsLoss = _weighted(nn.BCEWithLogitsLoss,
+                              "Weighted ``oneflow.nn.BCEWithLogitsLoss`` (inputs: logits, targets in [0, 1]).")
+L1Loss = _weighted(nn.L1Loss, "Weighted ``oneflow.nn.L1Loss`` (mean absolute error).")
+MSELoss = _weighted(nn.MSELoss, "Weighted ``oneflow.nn.MSELoss`` (mean squared error).")
+SmoothL1Loss = _weighted(nn.SmoothL1Loss,
+                         "Weighted ``oneflow.nn.SmoothL1Loss`` (Huber-like, ``beta`` sets the switch point).")
+KLDivLoss = _weighted(nn.KLDivLoss,
+                      "Weighted ``oneflow.nn.KLDivLoss`` (inputs: log-probabilities, target probabilities).")

@@ -4,14 +4,9 @@ See ``docs/optim_and_schedulers.md`` for the formulas and a table of values.
 """
 from libai.scheduler.build import build_lr_scheduler
 from libai.scheduler.graph_step import set_graph_schedule_step
-from libai.scheduler.lr_scheduler import (
-    WarmupCosineAnnealingLR,
-    WarmupCosineLR,
-    WarmupExponentialLR,
-    WarmupMultiStepLR,
-    WarmupPolynomialLR,
-    WarmupStepLR,
-)
+from libai.scheduler.lr_scheduler import (WarmupCosineAnnealingLR, WarmupCosineLR,
+                                          WarmupExponentialLR, WarmupMultiStepLR,
+                                          WarmupPolynomialLR, WarmupStepLR)
 
 __all__ = [
     "WarmupCosineLR",

@@ -54,35 +54,45 @@ _WARMUP_METHODS = ("linear", "constant")
 
 
 class _WarmupThenDecay(SequentialLR):
-    """A warmup scheduler for the first ``warmup_iter`` iterations, then ``decay``.
+    """The one warmup + decay core: a warmup for the first ``warmup_iter`` iterations, then a decay.
 
-    Subclasses build their decay scheduler and hand it here. The decay keeps the run's clock
-    (``interval_rescaling=False``): at iteration ``t >= warmup_iter`` it is at its step ``t``.
+    Every public scheduler is a parameterisation of this class: its ``__init__`` keeps LiBai's
+    signature and hands its decay arguments here by keyword, and its ``_build_decay`` validates
+    them, keeps them as attributes and returns OneFlow's built-in decay scheduler. The decay
+    keeps the run's clock (``interval_rescaling=False``): at iteration ``t >= warmup_iter`` it is
+    at its step ``t``.
     """
 
     def __init__(
         self,
         optimizer: flow.optim.Optimizer,
-        decay: Any,
         max_iter: int,
         warmup_factor: float,
         warmup_iter: int,
         warmup_method: str,
+        **decay_args: Any,
     ) -> None:
+        name = type(self).__name__
+        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
         self.max_iter = max_iter
         self.warmup_factor = warmup_factor
         self.warmup_iter = warmup_iter
         self.warmup_method = warmup_method
+        decay = self._build_decay(optimizer, **decay_args)
         if warmup_iter == 0:
             schedulers, milestones, rescale = [decay], [], []
         else:
             warmup = _build_warmup(
-                type(self).__name__, optimizer, decay, warmup_factor, warmup_iter, warmup_method
+                name, optimizer, decay, warmup_factor, warmup_iter, warmup_method
             )
             schedulers, milestones, rescale = [warmup, decay], [warmup_iter], [False]
         super().__init__(
             optimizer, schedulers=schedulers, milestones=milestones, interval_rescaling=rescale
         )
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, **decay_args: Any) -> Any:
+        """Validate and keep the decay's own arguments; return OneFlow's decay scheduler."""
+        raise NotImplementedError(f"{type(self).__name__} must define _build_decay")
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore the position in the schedule and re-apply its current lr to the optimizer.
@@ -190,14 +200,35 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _check_positive(name: str, arg: str, value: Any) -> None:
+def _positive(name: str, arg: str, value: Any) -> Any:
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name}: {arg} must be a positive number, got {value!r}")
+    return value
 
 
-def _check_non_negative_lr(name: str, arg: str, value: Any) -> None:
+def _non_negative_lr(name: str, arg: str, value: Any) -> Any:
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name}: {arg} must be a non-negative lr, got {value!r}")
+    return value
+
+
+def _milestones(milestones: Any) -> List[int]:
+    try:
+        values = [m for m in milestones]
+    except TypeError:
+        raise TypeError(
+            f"WarmupMultiStepLR: milestones must be a list of iterations, got {milestones!r}"
+        ) from None
+    if not all(_is_int(m) for m in values):
+        raise TypeError(f"WarmupMultiStepLR: milestones must be integers, got {values}")
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"WarmupMultiStepLR: milestones must be strictly increasing, got {values}")
+    return values
+
+
+# Each scheduler below is LiBai's signature (argument for argument, in LiBai's positional order)
+# over the core: ``__init__`` forwards, ``_build_decay`` checks its own arguments and names the
+# OneFlow decay. The warmup, the checks they share, resuming and the repr live in the core.
 
 
 class WarmupCosineLR(_WarmupThenDecay):
@@ -218,24 +249,19 @@ class WarmupCosineLR(_WarmupThenDecay):
         warmup_method: ``"linear"`` or ``"constant"``.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        alpha: float = 0.0,
-        warmup_method: str = "linear",
-    ) -> None:
-        _check_common("WarmupCosineLR", optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0, alpha: float = 0.0,
+                 warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method, alpha=alpha)
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, alpha: float) -> CosineDecayLR:
         if not isinstance(alpha, numbers.Real) or not 0.0 <= alpha <= 1.0:
             raise ValueError(
                 f"WarmupCosineLR: alpha is the lr floor as a fraction of the base lr and must be "
                 f"in [0, 1], got {alpha!r}"
             )
         self.alpha = alpha
-        decay = CosineDecayLR(optimizer, decay_steps=max_iter, alpha=alpha)
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+        return CosineDecayLR(optimizer, decay_steps=self.max_iter, alpha=alpha)
 
 
 class WarmupCosineAnnealingLR(_WarmupThenDecay):
@@ -256,21 +282,15 @@ class WarmupCosineAnnealingLR(_WarmupThenDecay):
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        eta_min: float = 0.0,
-        warmup_method: str = "linear",
-    ) -> None:
-        name = "WarmupCosineAnnealingLR"
-        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        _check_non_negative_lr(name, "eta_min", eta_min)
-        self.eta_min = eta_min
-        decay = CosineAnnealingLR(optimizer, T_max=max_iter, eta_min=eta_min)
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0, eta_min: float = 0.0,
+                 warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method,
+                         eta_min=eta_min)
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, eta_min: float) -> CosineAnnealingLR:
+        self.eta_min = _non_negative_lr(type(self).__name__, "eta_min", eta_min)
+        return CosineAnnealingLR(optimizer, T_max=self.max_iter, eta_min=eta_min)
 
 
 class WarmupStepLR(_WarmupThenDecay):
@@ -288,25 +308,18 @@ class WarmupStepLR(_WarmupThenDecay):
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        step_size: int = 1,
-        gamma: float = 0.1,
-        warmup_method: str = "linear",
-    ) -> None:
-        name = "WarmupStepLR"
-        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0, step_size: int = 1,
+                 gamma: float = 0.1, warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method,
+                         step_size=step_size, gamma=gamma)
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, step_size: int, gamma: float) -> StepLR:
         if not _is_int(step_size) or step_size < 1:
-            raise ValueError(f"{name}: step_size must be a positive integer, got {step_size!r}")
-        _check_positive(name, "gamma", gamma)
+            raise ValueError(f"WarmupStepLR: step_size must be a positive integer, got {step_size!r}")
         self.step_size = step_size
-        self.gamma = gamma
-        decay = StepLR(optimizer, step_size=step_size, gamma=gamma)
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+        self.gamma = _positive(type(self).__name__, "gamma", gamma)
+        return StepLR(optimizer, step_size=step_size, gamma=gamma)
 
 
 class WarmupMultiStepLR(_WarmupThenDecay):
@@ -317,6 +330,8 @@ class WarmupMultiStepLR(_WarmupThenDecay):
         decay(t) = base * gamma ** (number of milestones m with m <= t)
 
     A milestone inside the warmup is allowed: the warmup then ends at the already-decayed lr.
+    The milestones are kept as ``milestones_abs`` (``milestones`` is the phase boundary list of
+    the underlying ``SequentialLR``).
 
     Args:
         optimizer: the optimizer whose groups' lr is scheduled.
@@ -326,37 +341,18 @@ class WarmupMultiStepLR(_WarmupThenDecay):
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        milestones: Sequence[int] = (),
-        gamma: float = 0.1,
-        warmup_method: str = "linear",
-    ) -> None:
-        name = "WarmupMultiStepLR"
-        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        _check_positive(name, "gamma", gamma)
-        self.milestones_abs = _check_milestones(milestones)
-        self.gamma = gamma
-        decay = MultiStepLR(optimizer, milestones=self.milestones_abs, gamma=gamma)
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0,
+                 milestones: Sequence[int] = (), gamma: float = 0.1,
+                 warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method,
+                         milestones=milestones, gamma=gamma)
 
-
-def _check_milestones(milestones: Any) -> List[int]:
-    try:
-        values = [m for m in milestones]
-    except TypeError:
-        raise TypeError(
-            f"WarmupMultiStepLR: milestones must be a list of iterations, got {milestones!r}"
-        ) from None
-    if not all(_is_int(m) for m in values):
-        raise TypeError(f"WarmupMultiStepLR: milestones must be integers, got {values}")
-    if any(b <= a for a, b in zip(values, values[1:])):
-        raise ValueError(f"WarmupMultiStepLR: milestones must be strictly increasing, got {values}")
-    return values
+    def _build_decay(self, optimizer: flow.optim.Optimizer, milestones: Sequence[int],
+                     gamma: float) -> MultiStepLR:
+        self.gamma = _positive(type(self).__name__, "gamma", gamma)
+        self.milestones_abs = _milestones(milestones)
+        return MultiStepLR(optimizer, milestones=self.milestones_abs, gamma=gamma)
 
 
 class WarmupExponentialLR(_WarmupThenDecay):
@@ -375,21 +371,15 @@ class WarmupExponentialLR(_WarmupThenDecay):
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        gamma: float = 0.999,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        warmup_method: str = "linear",
-    ) -> None:
-        name = "WarmupExponentialLR"
-        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        _check_positive(name, "gamma", gamma)
-        self.gamma = gamma
-        decay = ExponentialLR(optimizer, gamma=gamma)
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int, gamma: float = 0.999,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0,
+                 warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method,
+                         gamma=gamma)
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, gamma: float) -> ExponentialLR:
+        self.gamma = _positive(type(self).__name__, "gamma", gamma)
+        return ExponentialLR(optimizer, gamma=gamma)
 
 
 class WarmupPolynomialLR(_WarmupThenDecay):
@@ -412,29 +402,18 @@ class WarmupPolynomialLR(_WarmupThenDecay):
         warmup_factor, warmup_iter, warmup_method: see :class:`WarmupCosineLR`.
     """
 
-    def __init__(
-        self,
-        optimizer: flow.optim.Optimizer,
-        max_iter: int,
-        warmup_factor: float = 0.001,
-        warmup_iter: int = 0,
-        end_learning_rate: float = 1e-4,
-        power: float = 1.0,
-        cycle: bool = False,
-        warmup_method: str = "linear",
-    ) -> None:
-        name = "WarmupPolynomialLR"
-        _check_common(name, optimizer, max_iter, warmup_factor, warmup_iter, warmup_method)
-        _check_non_negative_lr(name, "end_learning_rate", end_learning_rate)
-        _check_positive(name, "power", power)
-        self.end_learning_rate = end_learning_rate
-        self.power = power
+    def __init__(self, optimizer: flow.optim.Optimizer, max_iter: int,
+                 warmup_factor: float = 0.001, warmup_iter: int = 0,
+                 end_learning_rate: float = 1e-4, power: float = 1.0, cycle: bool = False,
+                 warmup_method: str = "linear") -> None:
+        super().__init__(optimizer, max_iter, warmup_factor, warmup_iter, warmup_method,
+                         end_learning_rate=end_learning_rate, power=power, cycle=cycle)
+
+    def _build_decay(self, optimizer: flow.optim.Optimizer, end_learning_rate: float,
+                     power: float, cycle: bool) -> PolynomialLR:
+        name = type(self).__name__
+        self.end_learning_rate = _non_negative_lr(name, "end_learning_rate", end_learning_rate)
+        self.power = _positive(name, "power", power)
         self.cycle = bool(cycle)
-        decay = PolynomialLR(
-            optimizer,
-            decay_batch=max_iter,
-            end_learning_rate=end_learning_rate,
-            power=power,
-            cycle=bool(cycle),
-        )
-        super().__init__(optimizer, decay, max_iter, warmup_factor, warmup_iter, warmup_method)
+        return PolynomialLR(optimizer, decay_batch=self.max_iter,
+                            end_learning_rate=end_learning_rate, power=power, cycle=self.cycle)

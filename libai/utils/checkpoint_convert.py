@@ -17,18 +17,8 @@ import oneflow as flow
 
 from libai.utils import checkpoint_upstream as upstream
 from libai.utils.checkpoint_files import (
-    EXTRA_PART,
-    LAST_CHECKPOINT,
-    LIBAI,
-    LIBAI_UPSTREAM,
-    MODEL_PART,
-    TMP_PREFIX,
-    CheckpointError,
-    check_name,
-    detect_format,
-    read_last_checkpoint,
-    verify_checkpoint,
-)
+    EXTRA_PART, LAST_CHECKPOINT, LIBAI, LIBAI_UPSTREAM, MODEL_PART, TMP_PREFIX, CheckpointError,
+    check_name, detect_format, read_last_checkpoint, verify_checkpoint)
 
 __all__ = ["export_to_libai_upstream", "resolve_source"]
 

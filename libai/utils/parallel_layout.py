@@ -12,14 +12,8 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import oneflow as flow
 
-from libai.utils.process import (
-    check_launch,
-    default_device_type,
-    get_local_rank,
-    get_num_nodes,
-    get_rank,
-    get_world_size,
-)
+from libai.utils.process import (check_launch, default_device_type, get_local_rank, get_num_nodes,
+                                 get_rank, get_world_size)
 
 __all__ = [
     "ParallelLayout",

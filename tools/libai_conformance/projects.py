@@ -19,32 +19,18 @@ returning a :class:`~tools.libai_conformance.common.Prepared`, or a ``skip_reaso
 """
 import json
 import os
-import subprocess
-import sys
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from .common import OUR_PYTHON, Case, Prepared, copy_tree
+from .common import Case, Prepared
+# The helpers and the LLM cases live beside this module; their names stay importable from here.
+from .project_helpers import (  # noqa: F401
+    CJK, COMMON, UPSTREAM, UPSTREAM_BERT, _alpaca, _bert_shrink, _bert_vocab, _checkout,
+    _cjk_sentence, _lines, _move_corpus, _requirements, _sentencepiece_model)
+from .project_llm import _chatglm, _sft, _sft_bpe
 
 PROJECTS: Dict[str, Case] = {}
-
-# every project: 4 iterations, a log line each, one process (no parallelism)
-COMMON = [
-    "train.train_iter=4", "train.train_epoch=0", "train.log_period=1",
-    "train.dist.data_parallel_size=1", "train.dist.tensor_parallel_size=1",
-    "train.dist.pipeline_parallel_size=1",
-]
-# what upstream LiBai needs on this machine (see run_libai.py's README)
-UPSTREAM = ["train.dist.device_type=cpu", "train.input_placement_device=cpu",
-            "train.evaluation.enabled=False"]
-
-# LiBai's BERT config turns on CUDA-only fusions, which upstream uses whatever the device
-# (libai picks the composite ops on the CPU by itself)
-UPSTREAM_BERT = UPSTREAM + ["model.cfg.bias_gelu_fusion=False", "model.cfg.bias_dropout_fusion=False",
-                            "model.cfg.scale_mask_softmax_fusion=False"]
-
-CJK = [chr(0x4E00 + i) for i in range(48)]  # 一丁七万丈三上下不与 ...
 
 
 def register(name: str, prepare: Optional[Callable[[str, str], Prepared]] = None,
@@ -58,73 +44,6 @@ def register(name: str, prepare: Optional[Callable[[str, str], Prepared]] = None
 def cases() -> List[Case]:
     """Every registered project, in name order."""
     return [PROJECTS[name] for name in sorted(PROJECTS)]
-
-
-# ---------------------------------------------------------------- helpers
-
-def _checkout(libai_src: str, scratch: str) -> None:
-    """``scratch`` laid out like a LiBai checkout: its ``projects/`` and ``configs/``, unchanged."""
-    copy_tree(os.path.join(libai_src, "projects"), os.path.join(scratch, "projects"))
-    copy_tree(os.path.join(libai_src, "configs"), os.path.join(scratch, "configs"))
-
-
-def _requirements(scratch: str, modules: Dict[str, str], folder: str = "common") -> Dict[str, str]:
-    """Make a project's own third-party requirements importable for our interpreter.
-
-    ``modules`` maps an import name to a pip requirement (``"jieba"``, ``"numpy==1.23.5"``).
-    A requirement with a version pin is always installed (a project that needs an older
-    release than the environment's); others only when the import fails. They go with pip into
-    ``project-deps/<folder>`` beside the scratch copies (never into the environment), which
-    ``project_entry.py`` puts first on ``sys.path`` before anything is imported, for both
-    engines (upstream LiBai's environment has the unpinned ones, not numpy 1.23).
-    """
-    python = OUR_PYTHON if os.path.exists(OUR_PYTHON) else sys.executable
-    deps = os.path.join(os.path.dirname(os.path.dirname(scratch)), "project-deps", folder)
-    marker = os.path.join(deps, ".installed")
-    done = set()
-    if os.path.isfile(marker):
-        with open(marker, encoding="utf-8") as handle:
-            done = set(handle.read().split())
-    missing = []
-    for module, requirement in modules.items():
-        if requirement in done:
-            continue
-        pinned = "==" in requirement
-        if pinned or subprocess.run([python, "-c", f"import {module}"], capture_output=True,
-                                    env={**os.environ, "PYTHONPATH": deps}).returncode != 0:
-            missing.append(requirement)
-    if missing:
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--target", deps,
-                        *missing], check=True)
-        os.makedirs(deps, exist_ok=True)
-        with open(marker, "a", encoding="utf-8") as handle:
-            handle.write("\n".join(missing) + "\n")
-    return {"LIBAI_PROJECT_DEPS": deps}
-
-
-def _lines(path: str, lines: Sequence[str]) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    return path
-
-
-def _cjk_sentence(rng: np.random.Generator, low: int = 4, high: int = 10) -> str:
-    return "".join(rng.choice(CJK, size=int(rng.integers(low, high + 1))))
-
-
-def _bert_vocab(path: str) -> str:
-    """A BERT ``vocab.txt`` (one token per line) with LiBai's special tokens and the CJK
-    characters of the tiny sentences, whole and as ``##`` continuations."""
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tokens += CJK + ["##" + c for c in CJK] + list("abcdefghijklmnopqrstuvwxyz0123456789.,?!")
-    return _lines(path, tokens)
-
-
-def _bert_shrink(prefix: str = "model.cfg") -> List[str]:
-    return [f"{prefix}.hidden_size=32", f"{prefix}.intermediate_size=64",
-            f"{prefix}.hidden_layers=2", f"{prefix}.num_attention_heads=2",
-            f"{prefix}.max_position_embeddings=64"]
 
 
 # ---------------------------------------------------------------- Couplets
@@ -280,130 +199,6 @@ def _palm(libai_src: str, scratch: str) -> Prepared:
     )
 
 
-def _move_corpus(corpus, folder: str, prefix: str, vocab: str, merges: str = "") -> None:
-    os.makedirs(folder, exist_ok=True)
-    for ext in (".bin", ".idx"):
-        os.replace(corpus.prefix + ext, os.path.join(folder, prefix + ext))
-    os.replace(corpus.vocab_file, os.path.join(folder, vocab))
-    if merges and corpus.merges_file:
-        os.replace(corpus.merges_file, os.path.join(folder, merges))
-
-
-# ---------------------------------------------------------------- Llama, Baichuan
-
-def _sft(project: str, config: str) -> Callable[[str, str], Prepared]:
-    """Supervised fine-tuning of a SentencePiece-tokenized LLM project (Llama, Baichuan): a
-    ``tokenizer.model`` trained on the tiny text, and ``alpaca_data/{train,test}`` written with
-    ``flow.save`` as its ``utils/prepare_alpaca.py`` / ``data_prepare.py`` does (a list of
-    ``{"input_ids", "labels"}`` tensors).
-
-    Run through tools/train_net.py: the project's ``train_net.py`` (where it has one) always
-    starts from a Hugging Face checkpoint (``...LoaderHuggerFace(...).load()``), i.e. weights
-    to download; its config builds the model from scratch.
-    """
-
-    def prepare(libai_src: str, scratch: str) -> Prepared:
-        _checkout(libai_src, scratch)
-        spm = _sentencepiece_model(os.path.join(scratch, "tiny-tokenizer"))
-        _alpaca(os.path.join(scratch, "alpaca_data"), vocab=128, seq=32)
-        return Prepared(
-            config=f"projects/{project}/configs/{config}",
-            overrides=COMMON + [
-                f"tokenization.tokenizer.pretrained_model_path={spm}",
-                "dataloader.train.dataset.0.path=alpaca_data/train",
-                "dataloader.test.0.dataset.path=alpaca_data/test",
-                "model.cfg.hidden_size=32", "model.cfg.intermediate_size=64",
-                "model.cfg.num_attention_heads=2", "model.cfg.hidden_layers=2",
-                "model.cfg.vocab_size=128", "model.cfg.max_position_embeddings=64",
-                "train.train_micro_batch_size=2", "train.test_micro_batch_size=1",
-                "train.num_accumulation_steps=1", "train.dist.pipeline_num_layers=2",
-                "train.evaluation.eval_period=4", "train.evaluation.eval_iter=2",
-                "train.activation_checkpoint.enabled=False",
-                "train.dist.device_type=cpu",  # Baichuan's config asks for CUDA
-            ],
-            upstream_overrides=UPSTREAM, project=True,
-            note="its own weights loader needs downloaded weights; the config ran through "
-            "tools/train_net.py",
-        )
-
-    return prepare
-
-
-def _sft_bpe(project: str, config: str, extra: Sequence[str] = ()) -> Callable[[str, str], Prepared]:
-    """Supervised fine-tuning of a byte-level-BPE LLM project (Qwen, Aquila): ``vocab.json`` and
-    ``merges.txt`` in a stand-in for the downloaded model folder, and the same ``alpaca_data``
-    files as :func:`_sft`. Run through tools/train_net.py for the same reason."""
-
-    def prepare(libai_src: str, scratch: str) -> Prepared:
-        from .data import write_bpe_vocab
-
-        _checkout(libai_src, scratch)
-        files = write_bpe_vocab(os.path.join(scratch, "tiny-model"), "tiny", ["<|endoftext|>"],
-                                first=False)
-        _alpaca(os.path.join(scratch, "alpaca_data"), vocab=257, seq=32)
-        return Prepared(
-            config=f"projects/{project}/configs/{config}",
-            overrides=COMMON + [
-                f"tokenization.tokenizer.vocab_file={files['vocab_file']}",
-                f"tokenization.tokenizer.merges_file={files['merges_file']}",
-                "dataloader.train.dataset.0.path=alpaca_data/train",
-                "dataloader.test.0.dataset.path=alpaca_data/test",
-                "model.cfg.hidden_size=32", "model.cfg.intermediate_size=64",
-                "model.cfg.num_attention_heads=2", "model.cfg.hidden_layers=2",
-                "model.cfg.vocab_size=257", "model.cfg.max_position_embeddings=64",
-                "train.train_micro_batch_size=2", "train.test_micro_batch_size=1",
-                "train.num_accumulation_steps=1", "train.dist.pipeline_num_layers=2",
-                "train.evaluation.eval_period=4", "train.evaluation.eval_iter=2",
-                "train.activation_checkpoint.enabled=False", "train.dist.device_type=cpu",
-                *extra,
-            ],
-            upstream_overrides=UPSTREAM, project=True,
-            note="its own weights loader needs downloaded weights; the config ran through "
-            "tools/train_net.py",
-        )
-
-    return prepare
-
-
-def _chatglm(libai_src: str, scratch: str) -> Prepared:
-    """ChatGLM supervised fine-tuning: the config reads ``CHATGLM_HF_DIR`` (the model folder,
-    for ``tokenizer.model``) and ``DATA_DIR`` (``train.json`` / ``test.json``: columns
-    ``prompt``, ``query``, ``response`` as lists) from the environment at load time."""
-    _checkout(libai_src, scratch)
-    model_dir = os.path.join(scratch, "tiny-chatglm")
-    spm = _sentencepiece_model(model_dir)
-    os.replace(spm, os.path.join(model_dir, "tokenizer.model"))
-    data_dir = os.path.join(scratch, "chatglm-data")
-    rng = np.random.default_rng(4)
-    words = "river stone cloud garden window silver market engine forest candle".split()
-    for split, count in (("train", 8), ("test", 2)):
-        columns = {key: [" ".join(rng.choice(words, size=4)) for _ in range(count)]
-                   for key in ("prompt", "query", "response")}
-        _lines(os.path.join(data_dir, f"{split}.json"), [json.dumps(columns)])
-    return Prepared(
-        config="projects/ChatGLM/configs/chatglm_sft.py",
-        overrides=COMMON + [
-            "model.cfg.hidden_size=32", "model.cfg.ffn_hidden_size=64", "model.cfg.kv_channels=16",
-            "model.cfg.num_attention_heads=2", "model.cfg.multi_query_group_num=1",
-            "model.cfg.num_layers=2", "model.cfg.padded_vocab_size=160",
-            "model.cfg.seq_length=64", "train.dist.pipeline_num_layers=2",
-            "dataloader.train.dataset.0.max_source_len=16",
-            "dataloader.train.dataset.0.max_target_len=16",
-            "dataloader.train.dataset.0.max_length=33",
-            "dataloader.test.0.dataset.max_source_len=16",
-            "dataloader.test.0.dataset.max_target_len=16",
-            "dataloader.test.0.dataset.max_length=33",
-            "train.train_micro_batch_size=2", "train.test_micro_batch_size=1",
-            "train.num_accumulation_steps=1", "train.evaluation.eval_period=4",
-            "train.evaluation.eval_iter=2", "train.activation_checkpoint.enabled=False",
-        ],
-        upstream_overrides=UPSTREAM, project=True,
-        env={"CHATGLM_HF_DIR": model_dir, "DATA_DIR": data_dir},
-        note="projects/ChatGLM/train_net.py needs downloaded weights; the config ran through "
-        "tools/train_net.py",
-    )
-
-
 def _nerf(libai_src: str, scratch: str) -> Prepared:
     """NeRF on a tiny synthetic Blender scene: ``transforms_{train,val}.json`` (``camera_angle_x``
     and ``frames`` of ``file_path`` + 4x4 ``transform_matrix``) beside RGBA PNG frames."""
@@ -445,41 +240,6 @@ def _nerf(libai_src: str, scratch: str) -> Prepared:
         ],
         upstream_overrides=UPSTREAM, project=True, env=env,
     )
-
-
-def _sentencepiece_model(folder: str, vocab: int = 128) -> str:
-    """A tiny SentencePiece model (``<unk>`` 0, ``<s>`` 1, ``</s>`` 2, as Llama's)."""
-    import sentencepiece as sp
-    from .data import write_jsonl
-
-    os.makedirs(folder, exist_ok=True)
-    text = os.path.join(folder, "text.txt")
-    with open(write_jsonl(os.path.join(folder, "text.jsonl"), docs=200), encoding="utf-8") as src:
-        _lines(text, [json.loads(line)["text"] for line in src])
-    prefix = os.path.join(folder, "tokenizer")
-    sp.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=vocab,
-                                  model_type="bpe", unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-                                  minloglevel=2)
-    return prefix + ".model"
-
-
-def _alpaca(folder: str, vocab: int, seq: int, count: int = 16) -> None:
-    """``train`` and ``test`` files of ``[{"input_ids": LongTensor[seq], "labels": ...}]``
-    with the prompt part of the labels masked by -1 (what the projects' prepare scripts write)."""
-    import oneflow as flow
-
-    rng = np.random.default_rng(3)
-    os.makedirs(folder, exist_ok=True)
-    for split, n in (("train", count), ("test", max(2, count // 4))):
-        samples = []
-        for _ in range(n):
-            ids = rng.integers(3, vocab, size=seq)
-            labels = ids.copy()
-            labels[: seq // 2] = -1
-            samples.append({"input_ids": flow.tensor(ids, dtype=flow.long),
-                            "labels": flow.tensor(labels, dtype=flow.long)})
-        flow.save(samples, os.path.join(folder, split))
-
 
 register("Couplets", _couplets)
 register("QQP", _qqp)
