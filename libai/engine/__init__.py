@@ -1,7 +1,10 @@
-"""The training engine: the loop and its step runners (``trainer``), the compiled step
-(``graph``), what this OneFlow build supports (``support``), hooks (one per module in
-``hooks``), the config-driven trainer (``default_trainer``), run set-up (``setup``) and the
-command-line program (``cli``). ``default`` is LiBai's import path for the last three."""
+"""The training engine: the loop (``train_loop``) and its step runners (``step_runners``), both
+at LiBai's path ``trainer``; the compiled step (``graph``), what this OneFlow build supports
+(``support``), hooks (one per module in ``hooks``), the config-driven trainer
+(``default_trainer``, with its pieces from the config in ``builders``, its hook list in
+``hook_list``, checkpoint and resume in ``resume``, evaluation in ``eval_wiring``), run set-up
+(``setup``) and the command-line program (``cli``). ``default`` is LiBai's import path for
+``DefaultTrainer``, ``default_setup`` and the command line."""
 from libai.config import default_argument_parser
 from libai.engine import hooks
 from libai.engine.cli import launch_main, main

@@ -22,21 +22,22 @@ such) and a ``manifest.json`` written last. Three decisions shape this module:
 * **Collective where it must be, decided on rank 0.** In a multi-process run ``save``, ``load``
   and ``resume_or_load`` must be called on every rank (the gather/broadcast of tensors is a
   collective); rank 0 alone touches the disk and shares its verdict, so all ranks raise the same
-  error together instead of some of them hanging.
+  error together instead of some of them hanging (:mod:`libai.utils.checkpoint_collective`).
+
+How a read model state is fitted into the model (names, layouts, shapes, the missing and
+unexpected keys) and the :class:`LoadReport` of a load live in
+:mod:`libai.utils.checkpoint_model_state`.
 """
 import logging
 import os
-import pickle
 import shutil
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-import numpy as np
 import oneflow as flow
-from tabulate import tabulate
 
 from libai.utils import distributed as dist
 from libai.utils import checkpoint_upstream as upstream
+from libai.utils.checkpoint_collective import all_gather_objects, decide_on_rank0
 from libai.utils.checkpoint_files import (
     EXTRA_PART,
     FORMAT_NAMES,
@@ -60,6 +61,7 @@ from libai.utils.checkpoint_messages import (  # noqa: F401  (LiBai's names, re-
     get_missing_parameters_message,
     get_unexpected_parameters_message,
 )
+from libai.utils.checkpoint_model_state import LoadReport, load_model_state
 from libai.utils.rng import RNGState  # re-exported: its home is libai.utils.rng
 
 logger = logging.getLogger(__name__)
@@ -76,21 +78,6 @@ __all__ = [
     "keep_last_checkpoints",
     "verify_checkpoint",
 ]
-
-
-@dataclass
-class LoadReport:
-    """What the last load did, for logs and for callers that want to check."""
-
-    missing_keys: List[str] = field(default_factory=list)
-    unexpected_keys: List[str] = field(default_factory=list)
-    loaded_parts: List[str] = field(default_factory=list)
-    skipped_parts: List[str] = field(default_factory=list)
-    absent_parts: List[str] = field(default_factory=list)
-    #: the format read: ``"libai"``, ``"libai-upstream"`` (LiBai's Checkpointer) or ``"state_dict"``
-    format: str = ""
-    #: checkpoint keys loaded under another name (LiBai's name -> the model's)
-    renamed_keys: Dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,7 +222,7 @@ class Checkpointer:
         manifest = self._decide_on_rank0(lambda: verify_checkpoint(path))
         report = LoadReport(format=kind)
         names = self._select(checkpointables, manifest, report)
-        self._load_model_state(self._read_part(path, MODEL_PART), path, report)
+        load_model_state(self.model, self._read_part(path, MODEL_PART), path, report)
         report.loaded_parts.append(MODEL_PART)
         for name in names:
             self._load_checkpointable(path, name, manifest["parts"][name], report)
@@ -259,7 +246,7 @@ class Checkpointer:
         state = self._read(weights, path)
         report = LoadReport(loaded_parts=[MODEL_PART],
                             format=LIBAI if kind == "checkpoint" else kind)
-        self._load_model_state(state, path, report)
+        load_model_state(self.model, state, path, report)
         self.last_load_report = report
         logger.info("Loaded model weights from %s", path)
 
@@ -293,7 +280,7 @@ class Checkpointer:
         parts = self._decide_on_rank0(
             lambda: sorted(e for e in os.listdir(path) if not e.startswith(".")))
         report = LoadReport(format=LIBAI_UPSTREAM)
-        self._load_model_state(self._read_part(path, MODEL_PART), path, report)
+        load_model_state(self.model, self._read_part(path, MODEL_PART), path, report)
         report.loaded_parts.append(MODEL_PART)
         wanted = list(self.checkpointables) if checkpointables is None else list(checkpointables)
         for name in wanted:
@@ -390,42 +377,6 @@ class Checkpointer:
         obj.load_state_dict(state)
         report.loaded_parts.append(name)
 
-    def _load_model_state(self, state: Dict[str, Any], path: str, report: LoadReport) -> None:
-        if not isinstance(state, dict):
-            raise CheckpointError(f"{path} does not hold a state dict (found "
-                                  f"{type(state).__name__}); expected model weights")
-        own = self.model.state_dict()
-        state, report.renamed_keys = upstream.to_model_names(state, own)
-        fitted = upstream.fit_shapes(state, own)
-        fitted += upstream.swin_qkv_from_libai(state, own)
-        for key in state:
-            if key in own:
-                state[key] = upstream.like(state[key], own[key])
-        if report.renamed_keys or fitted:
-            logger.info("%s: %d key(s) loaded under the model's names (LiBai's names differ), "
-                        "%d in LiBai's tensor layout rearranged", path, len(report.renamed_keys),
-                        len(fitted))
-        mismatched = [
-            (k, tuple(v.shape), tuple(own[k].shape)) for k, v in state.items()
-            if k in own and hasattr(v, "shape") and tuple(v.shape) != tuple(own[k].shape)
-        ]
-        if mismatched:
-            table = tabulate(mismatched, headers=["key", "checkpoint shape", "model shape"])
-            raise CheckpointError(
-                f"checkpoint {path} does not fit the model: {len(mismatched)} tensor(s) have "
-                f"another shape:\n{table}\nBuild the model with the configuration the "
-                "checkpoint was trained with, or remove those keys before loading."
-            )
-        report.missing_keys = sorted(k for k in own if k not in state)
-        report.unexpected_keys = sorted(k for k in state if k not in own)
-        self.model.load_state_dict({k: v for k, v in state.items() if k in own}, strict=False)
-        if report.missing_keys:
-            logger.warning("Model keys not found in %s (left as initialized):\n%s", path,
-                           _key_table(report.missing_keys, own, "model shape"))
-        if report.unexpected_keys:
-            logger.warning("Checkpoint keys the model does not have (ignored) in %s:\n%s", path,
-                           _key_table(report.unexpected_keys, state, "checkpoint shape"))
-
     def _read_part(self, path: str, part: str) -> Any:
         return self._read(os.path.join(path, part), path)
 
@@ -476,26 +427,11 @@ class Checkpointer:
 
     # ----------------------------------------------------------------- collectives
     def _all_gather(self, obj: Any) -> List[Any]:
-        return _all_gather_objects(obj) if self._global else [obj]
+        return all_gather_objects(obj) if self._global else [obj]
 
     def _decide_on_rank0(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on rank 0 and give every rank its result, or its error."""
-        if not self._global:
-            return fn()
-        outcome: Tuple[bool, Any] = (True, None)
-        error: Optional[BaseException] = None
-        if dist.is_main_process():
-            try:
-                outcome = (True, fn())
-            except Exception as exc:  # re-raised below on every rank
-                error = exc
-                outcome = (False, f"{type(exc).__name__} on rank 0: {exc}")
-        ok, value = _all_gather_objects(outcome)[0]
-        if error is not None:
-            raise error
-        if not ok:
-            raise CheckpointError(value)
-        return value
+        return decide_on_rank0(fn, collective=self._global)
 
 
 def _is_scheduler(obj: Any) -> bool:
@@ -520,27 +456,3 @@ def _tensor_kinds(state: Any) -> set:
     for value in values:
         kinds |= _tensor_kinds(value)
     return kinds
-
-
-def _key_table(keys: List[str], state: Dict[str, Any], shape_header: str) -> str:
-    rows = [(k, tuple(state[k].shape) if hasattr(state[k], "shape") else "-") for k in keys]
-    return tabulate(rows, headers=["key", shape_header])
-
-
-def _all_gather_objects(obj: Any) -> List[Any]:
-    """Every rank's picklable ``obj``, in rank order (a collective over the whole world)."""
-    world = dist.get_world_size()
-    everyone = flow.placement("cpu", ranks=list(range(world)))
-    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-    size = flow.tensor([data.size], dtype=flow.int64).to_global(everyone, flow.sbp.split(0))
-    sizes = size.to_global(everyone, flow.sbp.broadcast).to_local().numpy().tolist()
-    padded = np.zeros(max(sizes), dtype=np.uint8)
-    padded[: data.size] = data
-    pieces = flow.tensor(padded).to_global(everyone, flow.sbp.split(0))
-    rows = pieces.to_global(everyone, flow.sbp.broadcast).to_local().numpy().reshape(world, -1)
-    return [pickle.loads(rows[r, : sizes[r]].tobytes()) for r in range(world)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Random number generators
-# ---------------------------------------------------------------------------------------------

@@ -19,11 +19,10 @@ import numpy as np
 import pytest
 
 from libai.config import LazyCall
-from libai.engine import DefaultTrainer
 from libai.utils.testing import COMPILED_GRAPH, runner_description
 
 from lr_reference import warmup_cosine_lrs
-from toy import BlockModel, LossRecorder, toy_cfg
+from toy import BlockModel, recorded_trainer, toy_cfg
 
 RTOL, ATOL = 1e-3, 1e-5
 
@@ -37,10 +36,7 @@ def run(out, graph=False, iters=20, resume=False, clip=1.0, one_group=True, **tr
     cfg.graph.enabled = graph
     cfg.train.evaluation.enabled = False
     cfg.train.warmup_ratio = 0.1
-    trainer = DefaultTrainer(cfg)
-    store = {}
-    trainer.register_hooks([LossRecorder.make(store)], after="LRScheduler")
-    trainer.resume_or_load(resume=resume)
+    trainer, store = recorded_trainer(cfg, resume=resume)
     trainer.train()
     assert runner_description(trainer) == (COMPILED_GRAPH if graph else "EagerTrainer")
     expected_lr = warmup_cosine_lrs(base=cfg.optim.lr, max_iter=iters, warmup_iter=int(0.1 * iters))

@@ -12,9 +12,8 @@ import numpy as np
 import oneflow as flow
 
 from libai.config import LazyCall
-from libai.engine import DefaultTrainer
 
-from toy import BlockModel, LossRecorder, toy_cfg
+from toy import BlockModel, recorded_trainer, toy_cfg
 
 
 def run(out, iters=10, resume=False):
@@ -23,10 +22,7 @@ def run(out, iters=10, resume=False):
     cfg.graph.enabled = False
     cfg.train.evaluation.enabled = False
     cfg.train.warmup_ratio = 0.1
-    trainer = DefaultTrainer(cfg)
-    store = {}
-    trainer.register_hooks([LossRecorder.make(store)], after="LRScheduler")
-    trainer.resume_or_load(resume=resume)
+    trainer, store = recorded_trainer(cfg, resume=resume)
     start, consumed = trainer.start_iter, trainer.consumed_train_samples
     trainer.train()
     return store, start, consumed

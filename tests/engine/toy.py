@@ -103,6 +103,18 @@ class LossRecorder:
         return _Rec()
 
 
+def recorded_trainer(cfg, resume=False):
+    """``DefaultTrainer(cfg)`` with a :class:`LossRecorder` after the LR hook, resumed (or not)
+    as ``--resume`` does; returns the trainer, not yet trained, and the store the recorder fills."""
+    from libai.engine import DefaultTrainer
+
+    trainer = DefaultTrainer(cfg)
+    store = {}
+    trainer.register_hooks([LossRecorder.make(store)], after="LRScheduler")
+    trainer.resume_or_load(resume=resume)
+    return trainer, store
+
+
 class NaNFromModel(ToyModel):
     """ToyModel whose training loss is NaN from its ``nan_from``-th training step on (Eager
     mode: the count is kept in Python), for tests of how a run that breaks ends."""

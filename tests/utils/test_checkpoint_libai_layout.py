@@ -120,6 +120,14 @@ def assert_same_moments(ours, theirs):
             np.testing.assert_array_equal(a[index][slot].numpy(), b[index][slot].numpy())
 
 
+def assert_same_schedule(my_opt, my_sched, optimizer, scheduler, steps):
+    """Our schedule gives LiBai's learning rate at each of the next ``steps`` steps."""
+    for _ in range(steps):
+        assert my_opt.param_groups[0]["lr"] == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12)
+        my_sched.step()
+        scheduler.step()
+
+
 # ---------------------------------------------------------------------------------------------
 # LiBai -> libai
 # ---------------------------------------------------------------------------------------------
@@ -138,10 +146,7 @@ def test_an_eager_libai_checkpoint_resumes_model_optimizer_schedule_and_iteratio
     assert_same_moments(my_opt, optimizer)
     # the schedule continues where LiBai's stood, and on, step for step
     assert my_sched.last_step == scheduler.last_step == 5
-    for _ in range(4):
-        assert my_opt.param_groups[0]["lr"] == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12)
-        my_sched.step()
-        scheduler.step()
+    assert_same_schedule(my_opt, my_sched, optimizer, scheduler, steps=4)
 
 
 def test_a_graph_mode_libai_checkpoint_restores_the_optimizer_by_parameter_name(tmp_path, local_layout):
@@ -175,10 +180,7 @@ def test_a_schedule_without_warmup_loads_into_our_one_phase_schedule(tmp_path, l
     path = write_libai_checkpoint(str(tmp_path), "model_0000004", model, optimizer, scheduler)
     mine, my_opt, my_sched = fresh_run(warmup_iter=0)
     Checkpointer(mine, optimizer=my_opt, lr_scheduler=my_sched).load(path)
-    for _ in range(3):
-        assert my_opt.param_groups[0]["lr"] == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12)
-        my_sched.step()
-        scheduler.step()
+    assert_same_schedule(my_opt, my_sched, optimizer, scheduler, steps=3)
 
 
 def test_weights_load_through_load_weight_and_gpt2_loader(tmp_path, local_layout):

@@ -20,7 +20,7 @@ Also required: ``onnx < 1.15`` (later versions refuse the empty list attributes 
 writes, e.g. ``nd_sbp``). :func:`load_converter` checks it and says what to install.
 """
 import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional
 
 import numpy as np
 
@@ -71,94 +71,126 @@ def load_converter() -> Callable[..., None]:
     return Export
 
 
+# --------------------------------------------------------------------- what the fixes build with
+def _unique(name: str) -> str:
+    import oneflow
+
+    return oneflow._oneflow_internal.UniqueStr(name)
+
+
+def _constant(ctx: Any, name: str, value: Any, like: str) -> str:
+    """A constant node holding ``value`` with the dtype of tensor ``like``; its output's name."""
+    from oneflow_onnx import util
+
+    dtype = util.Onnx2NumpyDtype(ctx.get_dtype(like))
+    return ctx.MakeConst(_unique(name), np.array(value, dtype=dtype)).output_tensor_names[0]
+
+
+def _as_bool_input(ctx: Any, node: Any, name: str) -> str:
+    """``node``'s input ``name`` as a bool tensor (a Cast inserted when it is not one)."""
+    from onnx import TensorProto
+
+    if ctx.get_dtype(name) == TensorProto.BOOL:
+        return name
+    cast = ctx.InsertNewNodeOnInput(node, "Cast", name, to=TensorProto.BOOL)
+    ctx.CopyShape(name, cast.output_tensor_names[0])
+    ctx.set_dtype(cast.output_tensor_names[0], TensorProto.BOOL)
+    return cast.output_tensor_names[0]
+
+
+def _then_op(ctx: Any, node: Any, op_type: str, **attrs: Any) -> None:
+    """Insert ``op_type`` after ``node``'s output (its consumers read the new output)."""
+    out = node.output_tensor_names[0]
+    dtype = attrs.get("to", ctx.get_dtype(out))
+    after = ctx.InsertNewNodeOnOutput(op_type, out, _unique(op_type.lower()), **attrs)
+    ctx.CopyShape(out, after.output_tensor_names[0])
+    ctx.set_dtype(after.output_tensor_names[0], dtype)
+
+
+def _scalar_operand(node: Any) -> Any:
+    """The scalar a OneFlow ``scalar_*`` op carries in its attributes."""
+    if node.attrs.get("has_float_operand"):
+        return float(node.attrs["float_operand"])
+    if node.attrs.get("has_bool_operand"):
+        return bool(node.attrs["bool_operand"])
+    return int(node.attrs.get("int_operand", 0))
+
+
+# --------------------------------------------------------------------- the fixes, one per op
+def _masked_fill_as_where(ctx: Any, node: Any) -> None:
+    x, mask = node.input_tensor_names
+    mask = _as_bool_input(ctx, node, mask)
+    fill = _constant(ctx, "fill_value", _scalar_operand(node), like=x)
+    out, shapes, dtypes = node.output_tensor_names[0], node.output_shapes, node.output_dtypes
+    ctx.RemoveNode(node.name)
+    ctx.MakeNode("Where", [mask, fill, x], outputs=[out], op_name_scope=node.name,
+                 name="where", shapes=shapes, dtypes=dtypes)
+
+
+def _logical_not_on_bool(ctx: Any, node: Any) -> None:
+    from onnx import TensorProto
+
+    _as_bool_input(ctx, node, node.input_tensor_names[0])
+    out = node.output_tensor_names[0]
+    if ctx.get_dtype(out) != TensorProto.BOOL:
+        _then_op(ctx, node, "Cast", to=ctx.get_dtype(out))
+        ctx.set_dtype(out, TensorProto.BOOL)
+
+
+def _equal_to_scalar(ctx: Any, node: Any) -> None:
+    x = node.input_tensor_names[0]
+    node.input_tensor_names.append(_constant(ctx, "operand", _scalar_operand(node), like=x))
+
+
+def _not_equal_to_scalar(ctx: Any, node: Any) -> None:
+    _equal_to_scalar(ctx, node)
+    _then_op(ctx, node, "Not")
+
+
+def _reduce_sum_axes_as_input(ctx: Any, node: Any) -> None:
+    rank = len(ctx.get_shape(node.input_tensor_names[0]))
+    axes = [a + rank if a < 0 else a for a in node.attrs.pop("axis", [])]
+    if axes:  # no axes input = reduce over every axis, as OneFlow's empty list means
+        axes_const = ctx.MakeConst(_unique("axes"), np.array(axes, dtype=np.int64))
+        node.input_tensor_names.append(axes_const.output_tensor_names[0])
+
+
+class _Fix(NamedTuple):
+    """One handler for the converter's registry: OneFlow op -> ONNX op, from an opset on."""
+
+    flow_op: str
+    onnx_op: str
+    since_opset: int
+    convert: Callable[[Any, Any], None]
+    flow_ibns: Optional[List[str]] = None  # the OneFlow op's input names, when it has several
+
+
+#: the gaps listed in the module docstring, in its order
+_FIXES = (
+    _Fix("masked_fill", "Where", 9, _masked_fill_as_where, flow_ibns=["x", "mask"]),
+    _Fix("logical_not", "Not", 1, _logical_not_on_bool),
+    _Fix("scalar_logical_equal", "Equal", 11, _equal_to_scalar),
+    _Fix("scalar_logical_not_equal", "Equal", 11, _not_equal_to_scalar),
+    _Fix("reduce_sum", "ReduceSum", 13, _reduce_sum_axes_as_input),
+)
+
+
+def _handler_class(fix: _Fix) -> type:
+    """The class the registry reads: a ``Version_<opset>`` classmethod calling ``fix.convert``."""
+
+    def version(cls: type, ctx: Any, node: Any, **kwargs: Any) -> None:
+        fix.convert(ctx, node)
+
+    return type(f"Fix_{fix.flow_op}", (), {f"Version_{fix.since_opset}": classmethod(version)})
+
+
 def _register_fixes() -> None:
-    """Add or replace the handlers listed in the module docstring (once per process)."""
+    """Add or replace the handlers of :data:`_FIXES` (once per process)."""
     global _registered
     if _registered:
         return
-    from onnx import TensorProto
-    from oneflow_onnx import util
     from oneflow_onnx.oneflow2onnx.handler import flow_op
 
-    def unique(name: str) -> str:
-        import oneflow
-
-        return oneflow._oneflow_internal.UniqueStr(name)
-
-    def constant(ctx: Any, name: str, value: Any, like: str) -> str:
-        dtype = util.Onnx2NumpyDtype(ctx.get_dtype(like))
-        return ctx.MakeConst(unique(name), np.array(value, dtype=dtype)).output_tensor_names[0]
-
-    def as_bool_input(ctx: Any, node: Any, name: str) -> str:
-        if ctx.get_dtype(name) == TensorProto.BOOL:
-            return name
-        cast = ctx.InsertNewNodeOnInput(node, "Cast", name, to=TensorProto.BOOL)
-        ctx.CopyShape(name, cast.output_tensor_names[0])
-        ctx.set_dtype(cast.output_tensor_names[0], TensorProto.BOOL)
-        return cast.output_tensor_names[0]
-
-    def then_op(ctx: Any, node: Any, op_type: str, **attrs: Any) -> None:
-        """Insert ``op_type`` after ``node``'s output (its consumers read the new output)."""
-        out = node.output_tensor_names[0]
-        dtype = attrs.get("to", ctx.get_dtype(out))
-        after = ctx.InsertNewNodeOnOutput(op_type, out, unique(op_type.lower()), **attrs)
-        ctx.CopyShape(out, after.output_tensor_names[0])
-        ctx.set_dtype(after.output_tensor_names[0], dtype)
-
-    def scalar_operand(node: Any) -> Any:
-        if node.attrs.get("has_float_operand"):
-            return float(node.attrs["float_operand"])
-        if node.attrs.get("has_bool_operand"):
-            return bool(node.attrs["bool_operand"])
-        return int(node.attrs.get("int_operand", 0))
-
-    @flow_op("masked_fill", onnx_op="Where", flow_ibns=["x", "mask"])
-    class MaskedFill:
-        @classmethod
-        def Version_9(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
-            x, mask = node.input_tensor_names
-            mask = as_bool_input(ctx, node, mask)
-            fill = constant(ctx, "fill_value", scalar_operand(node), like=x)
-            out, shapes, dtypes = node.output_tensor_names[0], node.output_shapes, node.output_dtypes
-            ctx.RemoveNode(node.name)
-            ctx.MakeNode("Where", [mask, fill, x], outputs=[out], op_name_scope=node.name,
-                         name="where", shapes=shapes, dtypes=dtypes)
-
-    @flow_op("logical_not", onnx_op="Not")
-    class LogicalNot:
-        @classmethod
-        def Version_1(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
-            as_bool_input(ctx, node, node.input_tensor_names[0])
-            out = node.output_tensor_names[0]
-            if ctx.get_dtype(out) != TensorProto.BOOL:
-                then_op(ctx, node, "Cast", to=ctx.get_dtype(out))
-                ctx.set_dtype(out, TensorProto.BOOL)
-
-    def compare_with_scalar(ctx: Any, node: Any) -> None:
-        x = node.input_tensor_names[0]
-        node.input_tensor_names.append(constant(ctx, "operand", scalar_operand(node), like=x))
-
-    @flow_op("scalar_logical_equal", onnx_op="Equal")
-    class ScalarEqual:
-        @classmethod
-        def Version_11(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
-            compare_with_scalar(ctx, node)
-
-    @flow_op("scalar_logical_not_equal", onnx_op="Equal")
-    class ScalarNotEqual:
-        @classmethod
-        def Version_11(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
-            compare_with_scalar(ctx, node)
-            then_op(ctx, node, "Not")
-
-    @flow_op("reduce_sum", onnx_op="ReduceSum")
-    class ReduceSumAxesInput:
-        @classmethod
-        def Version_13(cls, ctx: Any, node: Any, **kwargs: Any) -> None:
-            rank = len(ctx.get_shape(node.input_tensor_names[0]))
-            axes = [a + rank if a < 0 else a for a in node.attrs.pop("axis", [])]
-            if axes:  # no axes input = reduce over every axis, as OneFlow's empty list means
-                axes_const = ctx.MakeConst(unique("axes"), np.array(axes, dtype=np.int64))
-                node.input_tensor_names.append(axes_const.output_tensor_names[0])
-
+    for fix in _FIXES:
+        flow_op(fix.flow_op, onnx_op=fix.onnx_op, flow_ibns=fix.flow_ibns)(_handler_class(fix))
     _registered = True
