@@ -1,30 +1,20 @@
 """docs/config.md: its examples run as written, and print what the page says they print."""
 import os
-import re
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-DOC = os.path.join(REPO_ROOT, "docs", "config.md")
-FENCE = re.compile(r"(?:<!-- file: (?P<file>\S+) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
-
-
-def _blocks():
-    with open(DOC, encoding="utf-8") as handle:
-        text = handle.read()
-    return [(m.group("file"), m.group("lang"), m.group("body")) for m in FENCE.finditer(text)]
+from tests.doc_pages import fenced_blocks
 
 
 def test_doc_examples_run_from_the_project_folder(tmp_path, run_python):
     project = tmp_path / "project"
     project.mkdir()
     code = []
-    for file_name, lang, body in _blocks():
-        if file_name:
-            target = project / file_name
+    for block in fenced_blocks("config.md"):
+        if block.file:
+            target = project / block.file
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(body)
-        elif lang == "python":
-            code.append(body)
+            target.write_text(block.body)
+        elif block.lang == "python":
+            code.append(block.body)
     assert len(code) >= 10, "the page lost its examples"
     result = run_python("\n".join(code), cwd=str(project))
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,28 +3,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import libai  # noqa: F401  (before oneflow)
-import oneflow as flow
-from oneflow.utils.data import Dataset
-
-from libai.data.structures import DistTensorData, Instance
-
-
-class IndexDataset(Dataset):
-    """Sample ``i`` carries ``i`` as its label and ``i`` filled into a 2×2 image, so a batch tells
-    exactly which indices it holds."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return Instance(
-            images=DistTensorData(flow.full((1, 2, 2), float(i))),
-            labels=DistTensorData(flow.tensor(i, dtype=flow.long), placement_idx=-1),
-        )
+from tests.data.index_dataset import IndexDataset
 
 
 @pytest.fixture

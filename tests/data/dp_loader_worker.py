@@ -11,26 +11,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import libai  # noqa: E402,F401
-import oneflow as flow  # noqa: E402
-from oneflow.utils.data import Dataset  # noqa: E402
 
 from libai.data.build import build_image_test_loader, build_image_train_loader  # noqa: E402
-from libai.data.structures import DistTensorData, Instance  # noqa: E402
 from libai.utils import distributed as dist  # noqa: E402
-
-
-class IndexDataset(Dataset):
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return Instance(
-            images=DistTensorData(flow.full((1, 2, 2), float(i))),
-            labels=DistTensorData(flow.tensor(i, dtype=flow.long), placement_idx=-1),
-        )
+from tests.data.index_dataset import IndexDataset  # noqa: E402
 
 
 def record(loader, layout, steps):

@@ -9,27 +9,23 @@ import shlex
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOC = os.path.join(REPO, "docs", "tokenizers.md")
-_BLOCK = re.compile(r"```(\w+)\n(.*?)```\n?", re.S)
+from tests.doc_pages import REPO_ROOT as REPO
+from tests.doc_pages import doc_path, fenced_blocks
+
+DOC = doc_path("tokenizers.md")
 
 
 def _blocks():
     """(language, code, expected output or None) for each python/bash block of the page."""
-    with open(DOC, encoding="utf-8") as handle:
-        text = handle.read()
-    matches = list(_BLOCK.finditer(text))
+    blocks = fenced_blocks("tokenizers.md")
     out = []
-    for index, match in enumerate(matches):
-        language, code = match.group(1), match.group(2)
-        if language not in ("python", "bash"):
+    for block, following in zip(blocks, blocks[1:] + [None]):
+        if block.lang not in ("python", "bash"):
             continue
         expected = None
-        following = matches[index + 1] if index + 1 < len(matches) else None
-        if following is not None and following.group(1) == "text" and \
-                not text[match.end():following.start()].strip():
-            expected = following.group(2)
-        out.append((language, code, expected))
+        if following is not None and following.lang == "text" and following.follows_block:
+            expected = following.body
+        out.append((block.lang, block.body, expected))
     return out
 
 

@@ -35,17 +35,14 @@ def test_bert_rejects_a_bpe_vocab(bpe_files):
         BertTokenizer(bpe_files[0])
 
 
-def test_duplicate_line_in_vocab_txt(tmp_path):
+@pytest.mark.parametrize("content, message", [
+    ("[UNK]\nhello\nworld\nhello\n", "vocab.txt:4: token 'hello' already appeared on line 2"),
+    ("", "is empty"),
+])
+def test_malformed_vocab_txt(tmp_path, content, message):
     path = tmp_path / "vocab.txt"
-    path.write_text("[UNK]\nhello\nworld\nhello\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="vocab.txt:4: token 'hello' already appeared on line 2"):
-        BertTokenizer(str(path))
-
-
-def test_empty_vocab_txt(tmp_path):
-    path = tmp_path / "vocab.txt"
-    path.write_text("", encoding="utf-8")
-    with pytest.raises(ValueError, match="is empty"):
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
         BertTokenizer(str(path))
 
 

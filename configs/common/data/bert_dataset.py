@@ -10,21 +10,20 @@ The paths below are placeholders. Make the corpus first (docs/prepare_text_data.
 which writes ``loss_compara_content_sentence.bin/.idx``. Point ``data_prefix`` at your own prefix
 with the override ``dataloader.train.dataset.0.data_prefix=...``.
 """
-from omegaconf import OmegaConf
-
 from libai.config import LazyCall
-from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.datasets.bert_dataset import BertDataset
 from libai.tokenizer import BertTokenizer
 
-tokenization = OmegaConf.create()
-tokenization.tokenizer = LazyCall(BertTokenizer)(
-    vocab_file="./data_test/bert_data/bert-base-chinese-vocab.txt",
-    do_lower_case=True,
-    do_chinese_wwm=False,
+from .text_pretraining import tokenization_section, train_valid_loaders
+
+# append_eod=False and make_vocab_size_divisible_by=128, as in LiBai (text_pretraining.py)
+tokenization = tokenization_section(
+    LazyCall(BertTokenizer)(
+        vocab_file="./data_test/bert_data/bert-base-chinese-vocab.txt",
+        do_lower_case=True,
+        do_chinese_wwm=False,
+    )
 )
-tokenization.append_eod = False
-tokenization.make_vocab_size_divisible_by = 128
 
 # Made by tools/preprocess_data.py with --split-sentences: the prefix of the .bin/.idx pair.
 _data_prefix = "./data_test/bert_data/loss_compara_content_sentence"
@@ -42,14 +41,4 @@ _dataset = dict(
     splits_string="949,50,1",
 )
 
-dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(
-    dataset=[LazyCall(BertDataset)(split="train", num_samples=None, **_dataset)],
-    num_workers=4,
-)
-dataloader.test = [
-    LazyCall(build_nlp_test_loader)(
-        dataset=LazyCall(BertDataset)(split="valid", **_dataset),
-        num_workers=4,
-    ),
-]
+dataloader = train_valid_loaders(BertDataset, **_dataset)

@@ -12,21 +12,20 @@ which writes ``loss_compara_content_sentence.bin/.idx`` (``_document`` without
 override ``dataloader.train.dataset.0.data_prefix=...``. Keep ``max_seq_length`` equal to the
 model's.
 """
-from omegaconf import OmegaConf
-
 from libai.config import LazyCall
-from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.data_utils import get_indexed_dataset
 from libai.data.datasets.gpt_dataset import GPT2Dataset
 from libai.tokenizer import GPT2Tokenizer
 
-tokenization = OmegaConf.create()
-tokenization.tokenizer = LazyCall(GPT2Tokenizer)(
-    vocab_file="./data_test/gpt_data/gpt2-vocab.json",
-    merges_file="./data_test/gpt_data/gpt2-merges.txt",
+from .text_pretraining import tokenization_section, train_valid_loaders
+
+# append_eod=False and make_vocab_size_divisible_by=128, as in LiBai (text_pretraining.py)
+tokenization = tokenization_section(
+    LazyCall(GPT2Tokenizer)(
+        vocab_file="./data_test/gpt_data/gpt2-vocab.json",
+        merges_file="./data_test/gpt_data/gpt2-merges.txt",
+    )
 )
-tokenization.append_eod = False
-tokenization.make_vocab_size_divisible_by = 128
 
 # Made by tools/preprocess_data.py (see above): the prefix of the .bin/.idx pair.
 _data_prefix = "./data_test/gpt_data/loss_compara_content_sentence"
@@ -36,33 +35,12 @@ _indexed = LazyCall(get_indexed_dataset)(
     data_prefix="${..data_prefix}", data_impl="mmap", skip_warmup=False
 )
 
-dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(
-    dataset=[
-        LazyCall(GPT2Dataset)(
-            name="gpt-2",
-            data_prefix=_data_prefix,
-            indexed_dataset=_indexed,
-            max_seq_length=1024,
-            num_samples=None,  # one pass over the split; the training sampler cycles epochs
-            seed=1234,
-            split="train",
-            splits_string="949,50,1",
-        ),
-    ],
-    num_workers=4,
+dataloader = train_valid_loaders(
+    GPT2Dataset,
+    name="gpt-2",
+    data_prefix=_data_prefix,
+    indexed_dataset=_indexed,
+    max_seq_length=1024,
+    seed=1234,
+    splits_string="949,50,1",
 )
-dataloader.test = [
-    LazyCall(build_nlp_test_loader)(
-        dataset=LazyCall(GPT2Dataset)(
-            name="gpt-2",
-            data_prefix=_data_prefix,
-            indexed_dataset=_indexed,
-            max_seq_length=1024,
-            seed=1234,
-            split="valid",
-            splits_string="949,50,1",
-        ),
-        num_workers=4,
-    ),
-]

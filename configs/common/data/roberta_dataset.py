@@ -11,20 +11,19 @@ which writes ``loss_compara_content_sentence.bin/.idx``. Point ``data_prefix`` a
 with the override ``dataloader.train.dataset.0.data_prefix=...``; keep ``max_seq_length`` at
 most ``max_position_embeddings - pad_token_id - 1`` (512 for RoBERTa's 514 positions).
 """
-from omegaconf import OmegaConf
-
 from libai.config import LazyCall
-from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.datasets.roberta_dataset import RobertaDataset
 from libai.tokenizer import RobertaTokenizer
 
-tokenization = OmegaConf.create()
-tokenization.tokenizer = LazyCall(RobertaTokenizer)(
-    vocab_file="./data_test/roberta_data/roberta-vocab.json",
-    merges_file="./data_test/roberta_data/roberta-merges.txt",
+from .text_pretraining import tokenization_section, train_valid_loaders
+
+# append_eod=False and make_vocab_size_divisible_by=128, as in LiBai (text_pretraining.py)
+tokenization = tokenization_section(
+    LazyCall(RobertaTokenizer)(
+        vocab_file="./data_test/roberta_data/roberta-vocab.json",
+        merges_file="./data_test/roberta_data/roberta-merges.txt",
+    )
 )
-tokenization.append_eod = False
-tokenization.make_vocab_size_divisible_by = 128
 
 # Made by tools/preprocess_data.py with --split-sentences: the prefix of the .bin/.idx pair.
 _data_prefix = "./data_test/roberta_data/loss_compara_content_sentence"
@@ -41,14 +40,4 @@ _dataset = dict(
     splits_string="949,50,1",
 )
 
-dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(
-    dataset=[LazyCall(RobertaDataset)(split="train", num_samples=None, **_dataset)],
-    num_workers=4,
-)
-dataloader.test = [
-    LazyCall(build_nlp_test_loader)(
-        dataset=LazyCall(RobertaDataset)(split="valid", **_dataset),
-        num_workers=4,
-    ),
-]
+dataloader = train_valid_loaders(RobertaDataset, **_dataset)

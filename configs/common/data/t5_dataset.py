@@ -10,25 +10,24 @@ The paths below are placeholders. Make the corpus first (docs/prepare_text_data.
 The tokenizer adds 100 sentinels ``<extra_id_0..99>`` and ``[BOS]``/``[EOS]`` to the vocabulary;
 the dataset finds them through the tokenizer.
 """
-from omegaconf import OmegaConf
-
 from libai.config import LazyCall
-from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.data_utils import get_indexed_dataset
 from libai.data.datasets.t5_dataset import T5Dataset
 from libai.tokenizer import BertTokenizer
 
-tokenization = OmegaConf.create()
-tokenization.tokenizer = LazyCall(BertTokenizer)(
-    vocab_file="./data_test/bert_data/bert-base-chinese-vocab.txt",
-    do_lower_case=True,
-    do_chinese_wwm=False,
-    bos_token="[BOS]",
-    eos_token="[EOS]",
-    additional_special_tokens=[f"<extra_id_{i}>" for i in range(100)],
+from .text_pretraining import tokenization_section, train_valid_loaders
+
+# append_eod=False and make_vocab_size_divisible_by=128, as in LiBai (text_pretraining.py)
+tokenization = tokenization_section(
+    LazyCall(BertTokenizer)(
+        vocab_file="./data_test/bert_data/bert-base-chinese-vocab.txt",
+        do_lower_case=True,
+        do_chinese_wwm=False,
+        bos_token="[BOS]",
+        eos_token="[EOS]",
+        additional_special_tokens=[f"<extra_id_{i}>" for i in range(100)],
+    )
 )
-tokenization.append_eod = False
-tokenization.make_vocab_size_divisible_by = 128
 
 # Made by tools/preprocess_data.py with --split-sentences: the prefix of the .bin/.idx pair.
 _data_prefix = "./data_test/bert_data/loss_compara_content_sentence"
@@ -50,14 +49,4 @@ _dataset = dict(
     splits_string="949,50,1",
 )
 
-dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(
-    dataset=[LazyCall(T5Dataset)(split="train", num_samples=None, **_dataset)],
-    num_workers=4,
-)
-dataloader.test = [
-    LazyCall(build_nlp_test_loader)(
-        dataset=LazyCall(T5Dataset)(split="valid", **_dataset),
-        num_workers=4,
-    ),
-]
+dataloader = train_valid_loaders(T5Dataset, **_dataset)

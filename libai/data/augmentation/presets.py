@@ -16,6 +16,16 @@ __all__ = ["PRESETS", "get_preset", "load_pipeline"]
 
 _IMAGENET_MEAN_255 = (124, 116, 104)
 
+
+def _imagenet_crop_flip() -> List[Dict[str, Any]]:
+    """LiBai's ImageNet training crop and flip, which its policy presets start with (new dicts
+    on each call, so that no two presets share one)."""
+    return [
+        dict(name="RandomResizedCrop", size=224, scale=[0.08, 1.0], interpolation="INTER_CUBIC"),
+        dict(name="RandomFlip", direction="horizontal", p=0.5),
+    ]
+
+
 PRESETS: Dict[str, List[Dict[str, Any]]] = {
     # The pipeline of the registry-style framework's configs, parameter for parameter.
     "flip_resize_jitter": [
@@ -46,8 +56,7 @@ PRESETS: Dict[str, List[Dict[str, Any]]] = {
     # LiBai's ImageNet training augmentation (RandAugment "rand-m9-mstd0.5-inc1"), before
     # ToTensor/Normalize/RandomErasing.
     "randaugment": [
-        dict(name="RandomResizedCrop", size=224, scale=[0.08, 1.0], interpolation="INTER_CUBIC"),
-        dict(name="RandomFlip", direction="horizontal", p=0.5),
+        *_imagenet_crop_flip(),
         dict(
             name="RandAugment",
             config_str="rand-m9-mstd0.5-inc1",
@@ -59,8 +68,7 @@ PRESETS: Dict[str, List[Dict[str, Any]]] = {
         ),
     ],
     "autoaugment": [
-        dict(name="RandomResizedCrop", size=224, scale=[0.08, 1.0], interpolation="INTER_CUBIC"),
-        dict(name="RandomFlip", direction="horizontal", p=0.5),
+        *_imagenet_crop_flip(),
         dict(
             name="AutoAugment",
             config_str="original-mstd0.5",

@@ -136,14 +136,17 @@ def _check_length(raw: np.ndarray, expected: int, n_items: int, n_doc_idx: int) 
         )
 
 
-def _check_header_room(raw: np.ndarray, size: int) -> None:
-    if len(raw) < size:
-        raise IndexFormatError(f"file is {len(raw)} bytes, shorter than the {size}-byte header")
-
-
-def _check_version(version: int) -> None:
+def _read_header(
+    raw: np.ndarray, header: struct.Struct, table: Dict[int, type]
+) -> Tuple[np.dtype, Tuple[int, ...]]:
+    """Unpack a header laid out as (magic, version, dtype code, ...); check that it fits and
+    that the version is 1, and return the token dtype and the fields after the code."""
+    if len(raw) < header.size:
+        raise IndexFormatError(f"file is {len(raw)} bytes, shorter than the {header.size}-byte header")
+    _, version, code, *rest = header.unpack(bytes(raw[: header.size]))
     if version != 1:
         raise IndexFormatError(f"format version {version}, this reader understands 1")
+    return _dtype_of(table, code), tuple(rest)
 
 
 # ------------------------------------------------------------------------------------ MMIDIDX
@@ -160,10 +163,7 @@ def _encode_mmidx(dtype: np.dtype, sizes: np.ndarray, doc_idx: np.ndarray) -> by
 
 
 def _decode_mmidx(raw: np.ndarray) -> IndexArrays:
-    _check_header_room(raw, _MMIDIDX_HEADER.size)
-    _, version, code, n, m = _MMIDIDX_HEADER.unpack(bytes(raw[: _MMIDIDX_HEADER.size]))
-    _check_version(version)
-    dtype = _dtype_of(_MEGATRON_DTYPES, code)
+    dtype, (n, m) = _read_header(raw, _MMIDIDX_HEADER, _MEGATRON_DTYPES)
     off = _MMIDIDX_HEADER.size
     _check_length(raw, off + 4 * n + 8 * n + 8 * m, n, m)
     sizes = _array(raw, np.int32, n, off)
@@ -189,10 +189,7 @@ def _encode_tntidx(dtype: np.dtype, sizes: np.ndarray, doc_idx: np.ndarray) -> b
 
 
 def _decode_tntidx(raw: np.ndarray) -> IndexArrays:
-    _check_header_room(raw, _TNTIDX_HEADER.size)
-    _, version, code, element_size, n, s, m = _TNTIDX_HEADER.unpack(bytes(raw[: _TNTIDX_HEADER.size]))
-    _check_version(version)
-    dtype = _dtype_of(_MEGATRON_DTYPES, code)
+    dtype, (element_size, n, s, m) = _read_header(raw, _TNTIDX_HEADER, _MEGATRON_DTYPES)
     if element_size != dtype.itemsize:
         raise IndexFormatError(f"element size {element_size} does not match dtype {dtype} ({dtype.itemsize} bytes)")
     off = _TNTIDX_HEADER.size
@@ -224,10 +221,7 @@ def _encode_lbtxtidx(dtype: np.dtype, sizes: np.ndarray, doc_idx: np.ndarray) ->
 
 
 def _decode_lbtxtidx(raw: np.ndarray) -> IndexArrays:
-    _check_header_room(raw, _LBTXTIDX_HEADER.size)
-    _, version, code, n, m, tokens = _LBTXTIDX_HEADER.unpack(bytes(raw[: _LBTXTIDX_HEADER.size]))
-    _check_version(version)
-    dtype = _dtype_of(_LIBAI_DTYPES, code)
+    dtype, (n, m, tokens) = _read_header(raw, _LBTXTIDX_HEADER, _LIBAI_DTYPES)
     off = _LBTXTIDX_HEADER.size
     _check_length(raw, off + 8 * n + 8 * m + 4 * n, n, m)
     pointers = _array(raw, np.int64, n, off)

@@ -8,12 +8,11 @@ whose labels are under ``labels`` (CIFAR-10) or ``fine_labels`` (CIFAR-100).
 """
 import os
 import pickle
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
-from PIL import Image
 
-from libai.data.datasets.image_base import ImageClassificationDataset
+from libai.data.datasets.image_base import InMemoryImageDataset
 
 __all__ = ["CIFAR10Dataset", "CIFAR100Dataset", "load_cifar_batches"]
 
@@ -47,7 +46,7 @@ def load_cifar_batches(paths: Sequence[str], label_key: str) -> Tuple[np.ndarray
     return np.ascontiguousarray(np.concatenate(images)), np.concatenate(labels)
 
 
-class _CIFARDataset(ImageClassificationDataset):
+class _CIFARDataset(InMemoryImageDataset):
     """Shared loading; subclasses name their folder, files and label key."""
 
     folder = ""
@@ -56,21 +55,9 @@ class _CIFARDataset(ImageClassificationDataset):
     label_key = ""
     archive = ""
 
-    def __init__(
-        self,
-        root: str,
-        train: bool = True,
-        transform: Optional[Callable[[Any], Any]] = None,
-        download: bool = False,
-        image_field: str = "images",
-        label_field: str = "labels",
-    ) -> None:
-        super().__init__(transform, image_field, label_field)
-        self.root = root
-        self.train = bool(train)
-        self.download = bool(download)
-        paths = self._locate(root, self.train_files if self.train else self.test_files, self.download)
-        self.images, self.labels = load_cifar_batches(paths, self.label_key)
+    def _read_split(self) -> Tuple[np.ndarray, np.ndarray]:
+        names = self.train_files if self.train else self.test_files
+        return load_cifar_batches(self._locate(self.root, names, self.download), self.label_key)
 
     @classmethod
     def _locate(cls, root: str, names: Sequence[str], download: bool = False) -> List[str]:
@@ -89,12 +76,6 @@ class _CIFARDataset(ImageClassificationDataset):
             + f"\nDownload {cls.archive} from https://www.cs.toronto.edu/~kriz/cifar.html by hand "
             f"and extract it into {root!r} (tar -xzf {cls.archive} -C {root})."
         )
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, index: int) -> Any:
-        return self.make_sample(Image.fromarray(self.images[index]), int(self.labels[index]))
 
 
 class CIFAR10Dataset(_CIFARDataset):

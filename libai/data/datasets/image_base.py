@@ -4,17 +4,21 @@ Subclasses only know how to find and decode their files; this base decides the s
 ``Instance(<image_field>=DistTensorData(image), <label_field>=DistTensorData(label,
 placement_idx=-1))``. The label lives on the last pipeline stage because only the loss reads it.
 Field names are constructor arguments because they must equal the model's ``forward``
-argument names (``images`` / ``labels`` by default).
+argument names (``images`` / ``labels`` by default). :class:`InMemoryImageDataset` adds what the
+small datasets read whole into memory share (MNIST, CIFAR): LiBai's ``(root, train, transform,
+download)`` arguments and indexing into two arrays.
 """
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
+import numpy as np
 import oneflow as flow
 from oneflow.utils.data import Dataset
+from PIL import Image
 
 from libai.data.structures import DistTensorData, Instance
 from libai.data.transforms import apply_transform
 
-__all__ = ["ImageClassificationDataset"]
+__all__ = ["ImageClassificationDataset", "InMemoryImageDataset"]
 
 
 class ImageClassificationDataset(Dataset):
@@ -52,3 +56,46 @@ class ImageClassificationDataset(Dataset):
                 ),
             }
         )
+
+
+class InMemoryImageDataset(ImageClassificationDataset):
+    """An image dataset read whole into two arrays when it is built: ``images`` (uint8,
+    ``(N, H, W)`` grayscale or ``(N, H, W, 3)`` RGB) and ``labels`` (``(N,)`` integers).
+
+    Subclasses implement :meth:`_read_split`, which finds the split's files under ``self.root``
+    and returns the two arrays.
+
+    Args:
+        root: the folder holding the dataset's files.
+        train: the training split, else the test split.
+        transform: see :class:`ImageClassificationDataset`.
+        download: LiBai's flag, accepted so its configs run; nothing is downloaded, and
+            missing files are an error saying how to get them.
+        image_field / label_field: sample field names (the model's ``forward`` arguments).
+    """
+
+    def __init__(
+        self,
+        root: str,
+        train: bool = True,
+        transform: Optional[Callable[[Any], Any]] = None,
+        download: bool = False,
+        image_field: str = "images",
+        label_field: str = "labels",
+    ) -> None:
+        super().__init__(transform, image_field, label_field)
+        self.root = root
+        self.train = bool(train)
+        self.download = bool(download)
+        self.images, self.labels = self._read_split()
+
+    def _read_split(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(images, labels)`` of the split ``self.train`` names, from files under ``self.root``."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> Any:
+        # uint8 (H, W) becomes a mode "L" image, (H, W, 3) an RGB one
+        return self.make_sample(Image.fromarray(self.images[index]), int(self.labels[index]))

@@ -12,12 +12,11 @@ same format (:func:`make_digits_mnist`).
 import gzip
 import os
 import struct
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
-from PIL import Image
 
-from libai.data.datasets.image_base import ImageClassificationDataset
+from libai.data.datasets.image_base import InMemoryImageDataset
 
 __all__ = [
     "MNISTDataset",
@@ -172,7 +171,7 @@ def _find_split_files(root: str, split: str, download: bool = False) -> Tuple[st
     return found[0], found[1]  # type: ignore[return-value]
 
 
-class MNISTDataset(ImageClassificationDataset):
+class MNISTDataset(InMemoryImageDataset):
     """MNIST (or any MNIST-format IDX files) held in memory.
 
     Each sample is ``Instance(images=(1, H, W) float tensor, labels=long scalar)``; without a
@@ -187,36 +186,18 @@ class MNISTDataset(ImageClassificationDataset):
             files are an error saying how to get them.
     """
 
-    def __init__(
-        self,
-        root: str,
-        train: bool = True,
-        transform: Optional[Callable[[Any], Any]] = None,
-        download: bool = False,
-        image_field: str = "images",
-        label_field: str = "labels",
-    ) -> None:
-        super().__init__(transform, image_field, label_field)
-        self.root = root
-        self.train = bool(train)
-        self.download = bool(download)
-        image_path, label_path = _find_split_files(root, "train" if self.train else "test", self.download)
-        self.images = read_idx(image_path)
-        self.labels = read_idx(label_path)
-        if self.images.ndim != 3 or self.labels.ndim != 1:
+    def _read_split(self) -> Tuple[np.ndarray, np.ndarray]:
+        split = "train" if self.train else "test"
+        image_path, label_path = _find_split_files(self.root, split, self.download)
+        images, labels = read_idx(image_path), read_idx(label_path)
+        if images.ndim != 3 or labels.ndim != 1:
             raise ValueError(
                 f"{image_path} must hold (N, H, W) images and {label_path} (N,) labels; got "
-                f"shapes {self.images.shape} and {self.labels.shape}"
+                f"shapes {images.shape} and {labels.shape}"
             )
-        if len(self.images) != len(self.labels):
+        if len(images) != len(labels):
             raise ValueError(
-                f"{image_path} holds {len(self.images)} images but {label_path} holds "
-                f"{len(self.labels)} labels; the two files belong to different datasets"
+                f"{image_path} holds {len(images)} images but {label_path} holds "
+                f"{len(labels)} labels; the two files belong to different datasets"
             )
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, index: int) -> Any:
-        image = Image.fromarray(self.images[index])  # uint8 (H, W) -> mode "L"
-        return self.make_sample(image, int(self.labels[index]))
+        return images, labels

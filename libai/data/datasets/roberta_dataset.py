@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from libai.data.data_utils.indexed_dataset import MMapIndexedDataset
+from libai.data.data_utils.sentence_dataset import resolve_num_samples
 from libai.data.datasets.bert_dataset import BertDataset
 from libai.data.structures import Instance
 
@@ -56,13 +57,10 @@ class RobertaDataset(BertDataset):
         if masking_style != "bert":
             raise ValueError(f"RobertaDataset(masking_style={masking_style!r}): only 'bert' "
                              "masking (80% <mask>, 10% random, 10% kept) is implemented")
-        if num_samples is not None and max_num_samples is not None and num_samples != max_num_samples:
-            raise ValueError("RobertaDataset: num_samples and max_num_samples set the same thing "
-                             "to different values; keep one of them")
         super().__init__(
             name=name, tokenizer=tokenizer, data_prefix=data_prefix,
             indexed_dataset=indexed_dataset, max_seq_length=max_seq_length,
-            num_samples=num_samples if num_samples is not None else max_num_samples,
+            num_samples=resolve_num_samples(num_samples, max_num_samples, "RobertaDataset"),
             mask_lm_prob=mask_lm_prob, short_seq_prob=short_seq_prob, binary_head=False,
             seed=seed, split=split, splits_string=splits_string, cache_dir=cache_dir,
         )

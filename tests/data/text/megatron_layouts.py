@@ -9,9 +9,9 @@ import numpy as np
 MEGATRON_CODE = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 
 
-def write_megatron_mmidx(prefix, documents, dtype):
-    """``documents``: list of documents, each a list of sentences (lists of token ids)."""
-    dtype = np.dtype(dtype)
+def _write_bin(prefix, documents, dtype):
+    """Write ``PREFIX.bin`` (every sentence's ids back to back); return the sentences and the
+    doc_idx list (sentence where each document starts, then the sentence count)."""
     items = [s for doc in documents for s in doc]
     doc_idx = [0]
     for doc in documents:
@@ -19,6 +19,13 @@ def write_megatron_mmidx(prefix, documents, dtype):
     with open(prefix + ".bin", "wb") as f:
         for s in items:
             f.write(np.asarray(s, dtype=dtype).tobytes())
+    return items, doc_idx
+
+
+def write_megatron_mmidx(prefix, documents, dtype):
+    """``documents``: list of documents, each a list of sentences (lists of token ids)."""
+    dtype = np.dtype(dtype)
+    items, doc_idx = _write_bin(prefix, documents, dtype)
     pointers, address = [], 0
     for s in items:
         pointers.append(address)
@@ -36,13 +43,7 @@ def write_megatron_mmidx(prefix, documents, dtype):
 
 def write_megatron_tntidx(prefix, documents, dtype=np.int32):
     dtype = np.dtype(dtype)
-    items = [s for doc in documents for s in doc]
-    doc_idx = [0]
-    for doc in documents:
-        doc_idx.append(doc_idx[-1] + len(doc))
-    with open(prefix + ".bin", "wb") as f:
-        for s in items:
-            f.write(np.asarray(s, dtype=dtype).tobytes())
+    items, doc_idx = _write_bin(prefix, documents, dtype)
     data_offsets = [0]
     for s in items:
         data_offsets.append(data_offsets[-1] + len(s))
