@@ -101,15 +101,7 @@ class TransformerLayer(nn.Module):
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
-        if layernorm_position not in ("pre", "post"):
-            raise ValueError(
-                f"layernorm_position={layernorm_position!r}; use 'pre' (norm before each "
-                "branch) or 'post' (norm after each residual add)"
-            )
-        if normalization not in _NORMALIZATIONS:
-            raise ValueError(
-                f"normalization={normalization!r}; use one of {_NORMALIZATIONS}"
-            )
+        _check_arrangement(layernorm_position, normalization)
         self.layout = current_layout()
         self.layer_idx = layer_idx
         self.is_decoder = is_decoder
@@ -128,11 +120,7 @@ class TransformerLayer(nn.Module):
             head_size=head_size,
             layer_idx=layer_idx,
         )
-
-        def norm() -> nn.Module:
-            if normalization == "rmsnorm":
-                return RMSLayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=layer_idx)
-            return LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=layer_idx)
+        norm = _norm_factory(normalization, hidden_size, layernorm_epsilon, layer_idx)
 
         # Norm names follow their position: before a branch (pre) or after its residual (post).
         if self.pre_norm:
@@ -229,3 +217,30 @@ class TransformerLayer(nn.Module):
         normed = norm(x)
         residual = normed if self.apply_residual_post_layernorm else x
         return residual + self.drop_path(branch(normed))
+
+
+def _check_arrangement(layernorm_position: str, normalization: str) -> None:
+    """Fail on a norm placement or kind the block does not know, naming the valid ones."""
+    if layernorm_position not in ("pre", "post"):
+        raise ValueError(
+            f"layernorm_position={layernorm_position!r}; use 'pre' (norm before each "
+            "branch) or 'post' (norm after each residual add)"
+        )
+    if normalization not in _NORMALIZATIONS:
+        raise ValueError(
+            f"normalization={normalization!r}; use one of {_NORMALIZATIONS}"
+        )
+
+
+def norm_class(normalization: str) -> type:
+    """The norm of ``normalization`` (``"layernorm"`` or ``"rmsnorm"``), for the blocks and the
+    final norm of a stack of them."""
+    return RMSLayerNorm if normalization == "rmsnorm" else LayerNorm
+
+
+def _norm_factory(
+    normalization: str, hidden_size: int, eps: float, layer_idx: int
+) -> Callable[[], nn.Module]:
+    """A maker of the block's norms (each branch owns one)."""
+    cls = norm_class(normalization)
+    return lambda: cls(hidden_size, eps=eps, layer_idx=layer_idx)

@@ -19,17 +19,10 @@ import oneflow as flow
 from oneflow import nn
 
 from libai.config import configurable
-from libai.layers import LayerNorm, Linear, LMLogits, build_activation
-from libai.models.common.config import merge_config, resolve_arguments
+from libai.layers import LayerNorm, Linear, build_activation
 from libai.models.common.losses import ClassificationLoss, LMLoss
-from libai.models.pretrained.api import PretrainedMixin
-from libai.models.transformer import (
-    TextEmbedding,
-    TransformerModelMixin,
-    TransformerStack,
-    block_args,
-    init_methods,
-)
+from libai.models.language_model import LanguageModelBody, LanguageModelTask, lm_head
+from libai.models.transformer import TextEmbedding, TransformerStack, block_args, init_methods
 
 __all__ = ["BertModel", "BertForPreTraining", "BertForClassification"]
 
@@ -38,7 +31,7 @@ __all__ = ["BertModel", "BertForPreTraining", "BertForClassification"]
 _BERT_HEAD_KEYS = ("add_binary_head", "num_labels", "classifier_dropout")
 
 
-class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
+class BertModel(LanguageModelBody):
     """The BERT encoder (BERT-base: hidden 768, 12 layers, 12 heads, intermediate 3072,
     vocab 30522, 512 positions, 2 token types).
 
@@ -101,16 +94,7 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
             hidden_layers, hidden_size, intermediate_size, num_attention_heads,
             attn_mask_type=self.attn_mask_type, layernorm_position=layernorm_position,
             layernorm_epsilon=layernorm_epsilon, final_layernorm_idx=-1 if pre_norm else None,
-            activation=activation,
-            **block_args(
-                attention_dropout_prob=attention_dropout_prob,
-                hidden_dropout_prob=hidden_dropout_prob,
-                init_method=init, output_layer_init_method=output_init,
-                bias_gelu_fusion=bias_gelu_fusion, bias_dropout_fusion=bias_dropout_fusion,
-                scale_mask_softmax_fusion=scale_mask_softmax_fusion,
-                apply_query_key_layer_scaling=apply_query_key_layer_scaling,
-                apply_residual_post_layernorm=apply_residual_post_layernorm,
-            ),
+            activation=activation, **block_args(locals(), init, output_init),
         )
         self.pooler = (
             Linear(hidden_size, hidden_size, parallel="data", init_method=init, layer_idx=-1)
@@ -127,11 +111,9 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
         """The embedding layer (a hook: RoBERTa numbers positions from its padding id)."""
         return TextEmbedding(*args, **kwargs)
 
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        # LiBai's BERT configs are shared by the encoder and its heads: the heads' keys are
-        # part of the family and not an error here
-        return resolve_arguments(cfg, cls.__init__, cls.__name__, ignored=_BERT_HEAD_KEYS)[0]
+    #: LiBai's BERT configs are shared by the encoder and its heads: the heads' keys are part
+    #: of the family and not an error here.
+    family_keys = _BERT_HEAD_KEYS
 
     def forward(
         self,
@@ -139,7 +121,12 @@ class BertModel(nn.Module, TransformerModelMixin, PretrainedMixin):
         attention_mask: flow.Tensor,
         tokentype_ids: Optional[flow.Tensor] = None,
     ) -> Tuple[flow.Tensor, Optional[flow.Tensor]]:
-        hidden = self.embeddings(input_ids, tokentype_ids)
+        return self._encode(self.embeddings(input_ids, tokentype_ids), attention_mask)
+
+    def _encode(
+        self, hidden: flow.Tensor, attention_mask: flow.Tensor
+    ) -> Tuple[flow.Tensor, Optional[flow.Tensor]]:
+        """``(sequence_output, pooled_output | None)`` of the embedded tokens."""
         sequence_output = self.encoder(hidden, attention_mask)
         pooled = None
         if self.pooler is not None:
@@ -162,7 +149,7 @@ class BertPreTrainingHeads(nn.Module):
         self.dense = Linear(hidden_size, hidden_size, parallel="data", init_method=init_method, layer_idx=-1)
         self.activation_func = build_activation(activation)
         self.layernorm = LayerNorm(hidden_size, eps=layernorm_epsilon, layer_idx=-1)
-        self.lm_logits = LMLogits(vocab_size, bias=True, layer_idx=-1)
+        self.lm_logits = lm_head(vocab_size, hidden_size, tied=True, bias=True)
         self.seq_relationship = (
             Linear(hidden_size, 2, parallel="data", init_method=init_method, layer_idx=-1)
             if add_binary_head
@@ -181,7 +168,7 @@ class BertPreTrainingHeads(nn.Module):
         return prediction_scores, relationship
 
 
-class BertForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
+class BertForPreTraining(LanguageModelTask):
     """BERT with masked-LM and sentence-order pre-training losses.
 
     Config: every :class:`BertModel` setting plus ``add_binary_head`` (default True; needs
@@ -196,10 +183,7 @@ class BertForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, extra = resolve_arguments(
-            merge_config(cfg, model_args), BertModel.__init__, "BertForPreTraining",
-            extra={"add_binary_head": True},
-        )
+        args, extra = self.body_arguments(cfg, model_args, BertModel, {"add_binary_head": True})
         if extra["add_binary_head"] and not args.get("add_pooler", True):
             raise ValueError("add_binary_head=True needs add_pooler=True (the head reads the pooled [CLS])")
         self.bert = BertModel(**args)
@@ -210,10 +194,6 @@ class BertForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
         )
         self.loss_func = LMLoss(layer_idx=-1)
         self.sop_loss_func = ClassificationLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
 
     def forward(
         self,
@@ -226,18 +206,16 @@ class BertForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
     ) -> Dict[str, flow.Tensor]:
         sequence_output, pooled = self.bert(input_ids, attention_mask, tokentype_ids)
         scores, relationship = self.cls_head(sequence_output, pooled, self.bert.word_embedding_weight())
-        if self.training and lm_labels is not None:
-            losses = {"lm_loss": self.loss_func(scores, lm_labels, loss_mask)}
+        outputs = self.lm_outputs(scores, lm_labels, loss_mask)
+        if "lm_loss" in outputs:  # training: the binary head adds its loss
             if relationship is not None and ns_labels is not None:
-                losses["sop_loss"] = self.sop_loss_func(relationship, ns_labels)
-            return losses
-        outputs = {"prediction_scores": scores}
-        if relationship is not None:
+                outputs["sop_loss"] = self.sop_loss_func(relationship, ns_labels)
+        elif relationship is not None:
             outputs["seq_relationship_score"] = relationship
         return outputs
 
 
-class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
+class BertForClassification(LanguageModelTask):
     """BERT with a classifier on the pooled ``[CLS]`` output.
 
     Config: every :class:`BertModel` setting plus ``num_labels`` (default 2) and
@@ -253,9 +231,9 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, extra = resolve_arguments(
-            merge_config(cfg, model_args), BertModel.__init__, "BertForClassification",
-            extra={"num_labels": 2, "classifier_dropout": None, "add_binary_head": None},
+        args, extra = self.body_arguments(
+            cfg, model_args, BertModel,
+            {"num_labels": 2, "classifier_dropout": None, "add_binary_head": None},
         )
         args["add_pooler"] = True
         self.bert = BertModel(**args)
@@ -266,10 +244,6 @@ class BertForClassification(nn.Module, TransformerModelMixin, PretrainedMixin):
             init_method=self.bert.init_method, layer_idx=-1,
         )
         self.loss_func = ClassificationLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
 
     def forward(
         self,

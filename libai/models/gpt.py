@@ -11,29 +11,23 @@ Both build from keyword arguments or from one config dict (``GPTModel(cfg)``,
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import oneflow as flow
-from oneflow import nn
 
 from libai.config import configurable
-from libai.layers import LMLogits
-from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import GPTLoss
-from libai.models.pretrained.api import PretrainedMixin
-from libai.models.utils.generation import GenerationMixin
-from libai.models.transformer import (
-    TextEmbedding,
-    TransformerModelMixin,
-    TransformerStack,
-    block_args,
-    init_methods,
+from libai.models.language_model import (
+    Cache,
+    LanguageModelBody,
+    LanguageModelTask,
+    join_cache,
+    lm_head,
+    split_cache,
 )
+from libai.models.utils.generation import GenerationMixin
+from libai.models.transformer import TextEmbedding, TransformerStack, block_args, init_methods
 
 __all__ = ["GPTModel", "GPTForPreTraining"]
 
-#: The key/value cache: one ``(key, value)`` per block (see TransformerStack.forward).
-Cache = Tuple[Tuple[flow.Tensor, ...], ...]
-
-
-class GPTModel(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
+class GPTModel(LanguageModelBody, GenerationMixin):
     """The GPT-2 body and tied LM head: ``input_ids -> logits``.
 
     Args:
@@ -95,21 +89,9 @@ class GPTModel(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixi
             hidden_layers, hidden_size, intermediate_size, num_attention_heads,
             attn_mask_type="causal", layernorm_epsilon=layernorm_epsilon,
             final_layernorm_idx=-1, activation=activation,
-            **block_args(
-                attention_dropout_prob=attention_dropout_prob,
-                hidden_dropout_prob=hidden_dropout_prob,
-                init_method=init, output_layer_init_method=output_init,
-                bias_gelu_fusion=bias_gelu_fusion, bias_dropout_fusion=bias_dropout_fusion,
-                scale_mask_softmax_fusion=scale_mask_softmax_fusion,
-                apply_query_key_layer_scaling=apply_query_key_layer_scaling,
-                apply_residual_post_layernorm=apply_residual_post_layernorm,
-            ),
+            **block_args(locals(), init, output_init),
         )
-        self.lm_head = LMLogits(vocab_size, bias=False, layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
+        self.lm_head = lm_head(vocab_size, hidden_size, tied=True)
 
     def forward(
         self,
@@ -131,15 +113,15 @@ class GPTModel(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixi
         out = self.transformer(
             embedded, attention_mask, past_key_values=past_key_values, use_cache=use_cache
         )
-        hidden, presents = out if use_cache else (out, None)
+        hidden, presents = split_cache(out, use_cache)
         logits = self.lm_head(hidden, self.embeddings.word_embedding_weight())
-        return (logits, presents) if use_cache else logits
+        return join_cache(logits, presents, use_cache)
 
     def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
         return self.forward(input_ids, attention_mask, past_key_values, True, position_ids)
 
 
-class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
+class GPTForPreTraining(LanguageModelTask, GenerationMixin):
     """GPT-2 with its causal LM loss.
 
     Build with ``GPTForPreTraining(cfg)`` / ``GPTForPreTraining(cfg=cfg)`` (a dict of
@@ -152,13 +134,9 @@ class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Gener
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, _ = resolve_arguments(merge_config(cfg, model_args), GPTModel.__init__, "GPTForPreTraining")
+        args, _ = self.body_arguments(cfg, model_args, GPTModel)
         self.GPT_model = GPTModel(**args)
         self.loss_func = GPTLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
 
     def forward(
         self,
@@ -172,12 +150,8 @@ class GPTForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Gener
         """See :meth:`GPTModel.forward`; with ``use_cache`` the dict also holds
         ``"past_key_values"``."""
         out = self.GPT_model(input_ids, attention_mask, past_key_values, use_cache, position_ids)
-        logits, presents = out if use_cache else (out, None)
-        if self.training and labels is not None:
-            return self.loss_func(logits, labels)
-        if use_cache:
-            return {"prediction_scores": logits, "past_key_values": presents}
-        return {"prediction_scores": logits}
+        logits, presents = split_cache(out, use_cache)
+        return self.lm_outputs(logits, labels, presents=presents)
 
     def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
         return self.GPT_model._generation_step(

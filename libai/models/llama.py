@@ -23,26 +23,27 @@ Parallelism: embeddings at ``layer_idx`` 0, block ``i`` at ``i``, final norm / h
 ``-1`` (``train.dist.pipeline_num_layers = hidden_layers``). Tensor parallelism splits query
 and key/value heads, so both head counts must be divisible by the tensor parallel size.
 """
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
 from libai.config import configurable
-from libai.layers import (
-    LMLogits, Linear, RMSLayerNorm, RotaryEmbedding, TransformerLayer, VocabEmbedding,
-)
-from libai.models.common.config import merge_config, resolve_arguments
+from libai.layers import RMSLayerNorm, RotaryEmbedding, TransformerLayer, VocabEmbedding
 from libai.models.common.losses import GPTLoss
-from libai.models.pretrained.api import PretrainedMixin
-from libai.models.transformer import init_methods
+from libai.models.language_model import (
+    Cache,
+    LanguageModelBody,
+    LanguageModelTask,
+    join_cache,
+    lm_head,
+    lm_logits,
+    split_cache,
+)
+from libai.models.transformer import init_methods, run_blocks
 from libai.models.utils.generation import GenerationMixin
 
 __all__ = ["LlamaModel", "LlamaForCausalLM", "llama_block"]
-
-#: One ``(key, value)`` per block, as the attention layers return them.
-Cache = Tuple[Tuple[flow.Tensor, ...], ...]
-
 
 def llama_block(
     hidden_size: int,
@@ -75,7 +76,7 @@ def llama_block(
     )
 
 
-class LlamaModel(nn.Module, PretrainedMixin):
+class LlamaModel(LanguageModelBody):
     """The Llama body: ``input_ids -> `` final RMS-normalised hidden states.
 
     Args:
@@ -149,10 +150,6 @@ class LlamaModel(nn.Module, PretrainedMixin):
         ])
         self.norm = RMSLayerNorm(hidden_size, eps=rms_norm_eps, layer_idx=-1)
 
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
-
     def forward(
         self,
         input_ids: flow.Tensor,
@@ -166,28 +163,14 @@ class LlamaModel(nn.Module, PretrainedMixin):
         ``past_key_values`` is what an earlier ``use_cache=True`` call returned, and
         ``input_ids`` are then only the tokens after it.
         """
-        if past_key_values is not None and len(past_key_values) != len(self.layers):
-            raise ValueError(
-                f"past_key_values has {len(past_key_values)} entries for {len(self.layers)} "
-                "blocks; pass the cache this model returned (one entry per block)"
-            )
-        hidden = self.embed_tokens(input_ids)
-        presents = []
-        for i, layer in enumerate(self.layers):
-            past = None if past_key_values is None else past_key_values[i]
-            hidden = layer(hidden, attention_mask, past_key_value=past, use_cache=use_cache)
-            if use_cache:
-                hidden, present = hidden
-                presents.append(present)
-        hidden = self.norm(hidden)
-        return (hidden, tuple(presents)) if use_cache else hidden
-
-    def activation_checkpoint_modules(self) -> List[nn.Module]:
-        """The blocks activation checkpointing wraps, in order."""
-        return list(self.layers)
+        out = run_blocks(
+            self.layers, self.embed_tokens(input_ids), attention_mask, past_key_values, use_cache
+        )
+        hidden, presents = split_cache(out, use_cache)
+        return join_cache(self.norm(hidden), presents, use_cache)
 
 
-class LlamaForCausalLM(nn.Module, PretrainedMixin, GenerationMixin):
+class LlamaForCausalLM(LanguageModelTask, GenerationMixin):
     """Llama with its LM head and causal LM loss.
 
     Build with ``LlamaForCausalLM(cfg)`` / ``LlamaForCausalLM(cfg=cfg)`` (a dict of
@@ -204,23 +187,13 @@ class LlamaForCausalLM(nn.Module, PretrainedMixin, GenerationMixin):
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, _ = resolve_arguments(
-            merge_config(cfg, model_args), LlamaModel.__init__, "LlamaForCausalLM"
-        )
+        args, _ = self.body_arguments(cfg, model_args, LlamaModel)
         self.model = LlamaModel(**args)
-        size, vocab = args["hidden_size"], args["vocab_size"]
         self.tie_word_embeddings = bool(args.get("tie_word_embeddings", False))
-        if self.tie_word_embeddings:
-            self.lm_head = LMLogits(vocab, bias=False, layer_idx=-1)
-        else:
-            init, _ = init_methods(args.get("initializer_range", 0.02), 1, False)
-            self.lm_head = Linear(size, vocab, bias=False, parallel="col", init_method=init,
-                                  layer_idx=-1)
+        init, _ = init_methods(args.get("initializer_range", 0.02), 1, False)
+        self.lm_head = lm_head(args["vocab_size"], args["hidden_size"],
+                               tied=self.tie_word_embeddings, init_method=init)
         self.loss_func = GPTLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
 
     @property
     def config(self) -> Dict[str, Any]:
@@ -236,12 +209,9 @@ class LlamaForCausalLM(nn.Module, PretrainedMixin, GenerationMixin):
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, Cache]]:
         """Logits ``[batch, seq, vocab]`` (split over the vocabulary under tensor parallel)."""
         out = self.model(input_ids, attention_mask, past_key_values, use_cache)
-        hidden, presents = out if use_cache else (out, None)
-        if self.tie_word_embeddings:
-            logits = self.lm_head(hidden, self.model.embed_tokens.weight)
-        else:
-            logits = self.lm_head(hidden)
-        return (logits, presents) if use_cache else logits
+        hidden, presents = split_cache(out, use_cache)
+        tied = self.model.embed_tokens.weight if self.tie_word_embeddings else None
+        return join_cache(lm_logits(self.lm_head, hidden, tied), presents, use_cache)
 
     def forward(
         self,
@@ -255,19 +225,11 @@ class LlamaForCausalLM(nn.Module, PretrainedMixin, GenerationMixin):
         """See :meth:`LlamaModel.forward`. ``position_ids`` is accepted for the generation
         interface and not needed: rotary attention depends only on relative positions."""
         out = self.logits(input_ids, attention_mask, past_key_values, use_cache)
-        logits, presents = out if use_cache else (out, None)
-        if self.training and labels is not None:
-            return self.loss_func(logits, labels)
-        if use_cache:
-            return {"prediction_scores": logits, "past_key_values": presents}
-        return {"prediction_scores": logits}
+        logits, presents = split_cache(out, use_cache)
+        return self.lm_outputs(logits, labels, presents=presents)
 
     def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
         return self.logits(input_ids, attention_mask, past_key_values, True)
-
-    def activation_checkpoint_modules(self) -> List[nn.Module]:
-        """The blocks activation checkpointing wraps, in order."""
-        return list(self.model.layers)
 
 
 def _check_heads(hidden_size: int, heads: int, kv_heads: int) -> None:

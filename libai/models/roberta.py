@@ -23,14 +23,13 @@ Config keys are BERT's (LiBai's spellings ``layernorm_eps``, ``attention_probs_d
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 import oneflow as flow
-from oneflow import nn
 
 from libai.config import configurable
+from libai.layers.utils import to_layer
 from libai.models.bert import BertModel, BertPreTrainingHeads
-from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import LMLoss
-from libai.models.pretrained.api import PretrainedMixin
-from libai.models.transformer import TextEmbedding, TransformerModelMixin
+from libai.models.language_model import LanguageModelTask, constructor_arguments
+from libai.models.transformer import TextEmbedding
 
 __all__ = [
     "RobertaEmbeddings",
@@ -57,26 +56,17 @@ class RobertaEmbeddings(TextEmbedding):
         super().__init__(*args, **kwargs)
         self.pad_token_id = int(pad_token_id)
 
-    def forward(
-        self,
-        input_ids: flow.Tensor,
-        tokentype_ids: Optional[flow.Tensor] = None,
-        past_length: int = 0,
-        position_ids: Optional[flow.Tensor] = None,
-    ) -> flow.Tensor:
-        if position_ids is None:
-            last = self.pad_token_id + past_length + input_ids.shape[1]
-            if last >= self.max_seq_length:
-                raise ValueError(
-                    f"{input_ids.shape[1]} tokens need positions up to {last}, but RoBERTa has "
-                    f"{self.max_seq_length} learned positions (its numbering starts after "
-                    f"pad_token_id={self.pad_token_id}); use at most "
-                    f"{self.max_seq_length - self.pad_token_id - 1} tokens or raise "
-                    "max_position_embeddings"
-                )
-            position_ids = roberta_position_ids(input_ids, self.pad_token_id)
-        # explicit base call: inside nn.Graph ``self`` is a proxy, which zero-argument super() rejects
-        return TextEmbedding.forward(self, input_ids, tokentype_ids, position_ids=position_ids)
+    def default_position_ids(self, input_ids: flow.Tensor, past_length: int) -> flow.Tensor:
+        last = self.pad_token_id + past_length + input_ids.shape[1]
+        if last >= self.max_seq_length:
+            raise ValueError(
+                f"{input_ids.shape[1]} tokens need positions up to {last}, but RoBERTa has "
+                f"{self.max_seq_length} learned positions (its numbering starts after "
+                f"pad_token_id={self.pad_token_id}); use at most "
+                f"{self.max_seq_length - self.pad_token_id - 1} tokens or raise "
+                "max_position_embeddings"
+            )
+        return to_layer(roberta_position_ids(input_ids, self.pad_token_id), self.layout, 0)
 
 
 class RobertaModel(BertModel):
@@ -115,20 +105,10 @@ class RobertaModel(BertModel):
         amp_enabled: bool = False,
         activation: str = "gelu",
     ) -> None:
-        self.pad_token_id = int(pad_token_id)  # read by _build_embeddings during BERT's init
-        super().__init__(
-            vocab_size, hidden_size, hidden_layers, num_attention_heads, intermediate_size,
-            hidden_dropout_prob=hidden_dropout_prob, attention_dropout_prob=attention_dropout_prob,
-            max_position_embeddings=max_position_embeddings, num_tokentypes=num_tokentypes,
-            add_pooler=add_pooler, initializer_range=initializer_range,
-            layernorm_epsilon=layernorm_epsilon, embedding_dropout_prob=embedding_dropout_prob,
-            layernorm_position=layernorm_position, bias_gelu_fusion=bias_gelu_fusion,
-            bias_dropout_fusion=bias_dropout_fusion,
-            scale_mask_softmax_fusion=scale_mask_softmax_fusion,
-            apply_query_key_layer_scaling=apply_query_key_layer_scaling,
-            apply_residual_post_layernorm=apply_residual_post_layernorm,
-            amp_enabled=amp_enabled, activation=activation,
-        )
+        # BERT's arguments with RoBERTa's defaults, passed on by name; the padding id is read
+        # by _build_embeddings during BERT's init
+        self.pad_token_id = int(pad_token_id)
+        super().__init__(**constructor_arguments(locals(), "pad_token_id"))
 
     def _build_embeddings(self, *args: Any, **kwargs: Any) -> TextEmbedding:
         return RobertaEmbeddings(*args, pad_token_id=self.pad_token_id, **kwargs)
@@ -141,11 +121,7 @@ class RobertaModel(BertModel):
         position_ids: Optional[flow.Tensor] = None,
     ) -> Tuple[flow.Tensor, Optional[flow.Tensor]]:
         hidden = self.embeddings(input_ids, tokentype_ids, position_ids=position_ids)
-        sequence_output = self.encoder(hidden, attention_mask)
-        pooled = None
-        if self.pooler is not None:
-            pooled = flow.tanh(self.pooler(sequence_output[:, 0, :]))
-        return sequence_output, pooled
+        return self._encode(hidden, attention_mask)
 
 
 class _CausalRobertaModel(RobertaModel):
@@ -169,18 +145,30 @@ class RobertaLMHead(BertPreTrainingHeads):
         return scores
 
 
-def _build(owner: str, cfg: Optional[Mapping], model_args: Mapping[str, Any],
-           encoder: type) -> Tuple[RobertaModel, RobertaLMHead]:
-    """The encoder (no pooler: no head reads it) and the tied LM head of a RoBERTa LM."""
-    args, _ = resolve_arguments(merge_config(cfg, model_args), RobertaModel.__init__, owner)
-    args["add_pooler"] = False
-    roberta = encoder(**args)
-    head = RobertaLMHead(args["vocab_size"], args["hidden_size"], roberta.init_method,
-                         args.get("layernorm_epsilon", 1e-5), activation=roberta.activation)
-    return roberta, head
+class _RobertaLM(LanguageModelTask):
+    """What RoBERTa's two LMs share: the encoder (no pooler: no head reads it; causal or not,
+    ``encoder_class``), the tied masked-LM head and the token loss."""
+
+    encoder_class: type = RobertaModel
+
+    @configurable
+    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
+        super().__init__()
+        args, _ = self.body_arguments(cfg, model_args, RobertaModel)
+        args["add_pooler"] = False
+        self.roberta = self.encoder_class(**args)
+        self.lm_head = RobertaLMHead(
+            args["vocab_size"], args["hidden_size"], self.roberta.init_method,
+            args.get("layernorm_epsilon", 1e-5), activation=self.roberta.activation,
+        )
+        self.loss_func = LMLoss(layer_idx=-1)
+
+    def _scores(self, *encoder_inputs: Optional[flow.Tensor]) -> flow.Tensor:
+        sequence_output, _ = self.roberta(*encoder_inputs)
+        return self.lm_head(sequence_output, self.roberta.word_embedding_weight())
 
 
-class RobertaForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
+class RobertaForPreTraining(_RobertaLM):
     """RoBERTa with the masked-LM loss (LiBai's name; Hugging Face's ``RobertaForMaskedLM``).
 
     Config: every :class:`RobertaModel` setting (``add_pooler`` is forced off).
@@ -190,16 +178,6 @@ class RobertaForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
     otherwise ``{"prediction_scores": [b, s, vocab]}``.
     """
 
-    @configurable
-    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
-        super().__init__()
-        self.roberta, self.lm_head = _build("RobertaForPreTraining", cfg, model_args, RobertaModel)
-        self.loss_func = LMLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
-
     def forward(
         self,
         input_ids: flow.Tensor,
@@ -208,14 +186,11 @@ class RobertaForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin):
         lm_labels: Optional[flow.Tensor] = None,
         loss_mask: Optional[flow.Tensor] = None,
     ) -> Dict[str, flow.Tensor]:
-        sequence_output, _ = self.roberta(input_ids, attention_mask, tokentype_ids)
-        scores = self.lm_head(sequence_output, self.roberta.word_embedding_weight())
-        if self.training and lm_labels is not None:
-            return {"lm_loss": self.loss_func(scores, lm_labels, loss_mask)}
-        return {"prediction_scores": scores}
+        scores = self._scores(input_ids, attention_mask, tokentype_ids)
+        return self.lm_outputs(scores, lm_labels, loss_mask)
 
 
-class RobertaForCausalLM(nn.Module, TransformerModelMixin, PretrainedMixin):
+class RobertaForCausalLM(_RobertaLM):
     """RoBERTa as a left-to-right LM: causal self-attention, the tied LM head, and the loss of
     predicting token ``t + 1`` from position ``t`` (Hugging Face's ``RobertaForCausalLM``).
 
@@ -225,16 +200,7 @@ class RobertaForCausalLM(nn.Module, TransformerModelMixin, PretrainedMixin):
     that count), otherwise ``{"prediction_scores"}``.
     """
 
-    @configurable
-    def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
-        super().__init__()
-        self.roberta, self.lm_head = _build("RobertaForCausalLM", cfg, model_args,
-                                            _CausalRobertaModel)
-        self.loss_func = LMLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
+    encoder_class = _CausalRobertaModel
 
     def forward(
         self,
@@ -245,9 +211,8 @@ class RobertaForCausalLM(nn.Module, TransformerModelMixin, PretrainedMixin):
         labels: Optional[flow.Tensor] = None,
         loss_mask: Optional[flow.Tensor] = None,
     ) -> Dict[str, flow.Tensor]:
-        sequence_output, _ = self.roberta(input_ids, attention_mask, tokentype_ids, position_ids)
-        scores = self.lm_head(sequence_output, self.roberta.word_embedding_weight())
-        if self.training and labels is not None:
+        scores = self._scores(input_ids, attention_mask, tokentype_ids, position_ids)
+        if self.training and labels is not None:  # position t predicts token t + 1
             mask = None if loss_mask is None else loss_mask[:, 1:]
             return {"lm_loss": self.loss_func(scores[:, :-1, :], labels[:, 1:], mask)}
         return {"prediction_scores": scores}

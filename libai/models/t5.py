@@ -41,34 +41,28 @@ import oneflow as flow
 from oneflow import nn
 
 from libai.config import configurable
-from libai.layers import Linear, LMLogits, VocabEmbedding
-from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.common.losses import LMLoss
-from libai.models.pretrained.api import PretrainedMixin
+from libai.models.language_model import (
+    Cache,  # here per decoder block: (self_key, self_value, cross_key, cross_value)
+    LanguageModelBody,
+    LanguageModelTask,
+    join_cache,
+    lm_head,
+    lm_logits,
+    split_cache,
+)
 from libai.models.t5_position_bias import RelativePositionBias
 from libai.models.utils.generation import GenerationMixin
-from libai.models.transformer import (
-    TextEmbedding,
-    TransformerModelMixin,
-    TransformerStack,
-    block_args,
-    init_methods,
-)
+from libai.models.transformer import TextEmbedding, TransformerStack, block_args, init_methods
 
 __all__ = ["T5Model", "T5ForPreTraining"]
-
-#: The key/value cache: per decoder block ``(self_key, self_value, cross_key, cross_value)``.
-Cache = Tuple[Tuple[flow.Tensor, ...], ...]
 
 _POSITION_TYPES = ("absolute", "relative")
 
 
-class TokenEmbedding(nn.Module):
-    """Word embeddings and dropout, no positions (T5 with relative position bias).
-
-    Same interface as :class:`~libai.models.transformer.TextEmbedding` for what T5 uses:
-    ``forward(input_ids, past_length=0)`` and ``word_embedding_weight()``.
-    """
+class TokenEmbedding(TextEmbedding):
+    """Word embeddings and dropout, no positions (T5 with relative position bias): a
+    :class:`~libai.models.transformer.TextEmbedding` without position or token-type tables."""
 
     def __init__(
         self,
@@ -78,20 +72,14 @@ class TokenEmbedding(nn.Module):
         init_method: Callable = nn.init.xavier_normal_,
         amp_enabled: bool = False,
     ) -> None:
-        super().__init__()
-        self.word_embeddings = VocabEmbedding(
-            vocab_size, hidden_size, init_method, layer_idx=0, amp_enabled=amp_enabled
+        super().__init__(
+            vocab_size, hidden_size, max_seq_length=None, num_tokentypes=0,
+            embedding_dropout_prob=embedding_dropout_prob, init_method=init_method,
+            amp_enabled=amp_enabled,
         )
-        self.dropout = nn.Dropout(embedding_dropout_prob)
-
-    def forward(self, input_ids: flow.Tensor, past_length: int = 0) -> flow.Tensor:
-        return self.dropout(self.word_embeddings(input_ids))
-
-    def word_embedding_weight(self) -> flow.Tensor:
-        return self.word_embeddings.weight
 
 
-class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
+class T5Model(LanguageModelBody, GenerationMixin):
     """Encoder-decoder body and LM head -> decoder logits ``[b, s_dec, vocab]``.
 
     Args:
@@ -167,61 +155,67 @@ class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin
         self.relative = position_embedding_type == "relative"
         self.tie_word_embeddings = tie_word_embeddings
         self.scale_decoder_outputs = scale_decoder_outputs and tie_word_embeddings
-        shared = dict(
+        self._build_embeddings(
+            vocab_size, hidden_size, max_position_embeddings, embedding_dropout_prob, init,
+            amp_enabled, num_heads=num_attention_heads, decoder_first_layer=hidden_layers,
+            num_buckets=relative_attention_num_buckets,
+            max_distance=relative_attention_max_distance,
+        )
+        block = dict(
             layernorm_epsilon=layernorm_epsilon, head_size=head_size, softmax_scale=softmax_scale,
             normalization=normalization, bias=linear_bias, gated_mlp=gated_mlp,
-            activation=activation,
+            activation=activation, **block_args(locals(), init, output_init),
         )
-        shared.update(block_args(
-            attention_dropout_prob=attention_dropout_prob, hidden_dropout_prob=hidden_dropout_prob,
-            init_method=init, output_layer_init_method=output_init,
-            bias_gelu_fusion=bias_gelu_fusion, bias_dropout_fusion=bias_dropout_fusion,
-            scale_mask_softmax_fusion=scale_mask_softmax_fusion,
-            apply_query_key_layer_scaling=apply_query_key_layer_scaling,
-            apply_residual_post_layernorm=apply_residual_post_layernorm,
-        ))
-        if self.relative:
-            self.embeddings = TokenEmbedding(
-                vocab_size, hidden_size, embedding_dropout_prob, init, amp_enabled
-            )
-            bias_args = dict(num_buckets=relative_attention_num_buckets,
-                             max_distance=relative_attention_max_distance,
-                             num_heads=num_attention_heads, init_method=init)
-            self.encoder_position_bias = RelativePositionBias(
-                bidirectional=True, layer_idx=0, **bias_args
-            )
-            self.decoder_position_bias = RelativePositionBias(
-                bidirectional=False, layer_idx=hidden_layers, **bias_args
-            )
-        else:
+        self._build_stacks(
+            hidden_layers, decoder_layers, hidden_size, intermediate_size, num_attention_heads,
+            block,
+        )
+        # LiBai's flavour (biased linears) also biases the tied head, so its checkpoints give
+        # its logits; Google's T5 (linear_bias=False) has no bias there.
+        self.lm_head = lm_head(
+            vocab_size, hidden_size, tied=tie_word_embeddings, bias=linear_bias, init_method=init
+        )
+
+    def _build_embeddings(
+        self, vocab_size: int, hidden_size: int, max_position_embeddings: int,
+        dropout: float, init: Callable, amp_enabled: bool, *, num_heads: int,
+        decoder_first_layer: int, num_buckets: int, max_distance: int,
+    ) -> None:
+        """How tokens and their positions enter: learned absolute positions in the embedding,
+        or (relative) word embeddings only plus one position bias per stack, owned by its
+        first block's stage."""
+        if not self.relative:
             self.embeddings = TextEmbedding(
                 vocab_size, hidden_size, max_position_embeddings, num_tokentypes=0,
-                embedding_dropout_prob=embedding_dropout_prob, init_method=init,
-                amp_enabled=amp_enabled,
+                embedding_dropout_prob=dropout, init_method=init, amp_enabled=amp_enabled,
             )
+            return
+        self.embeddings = TokenEmbedding(vocab_size, hidden_size, dropout, init, amp_enabled)
+        bias_args = dict(num_buckets=num_buckets, max_distance=max_distance,
+                         num_heads=num_heads, init_method=init)
+        self.encoder_position_bias = RelativePositionBias(
+            bidirectional=True, layer_idx=0, **bias_args
+        )
+        self.decoder_position_bias = RelativePositionBias(
+            bidirectional=False, layer_idx=decoder_first_layer, **bias_args
+        )
+
+    def _build_stacks(
+        self, encoder_layers: int, decoder_layers: int, hidden_size: int,
+        intermediate_size: int, num_heads: int, block: Dict[str, Any],
+    ) -> None:
+        """The padding-masked encoder and the causal, cross-attending decoder; their blocks are
+        numbered across both (decoder block ``j`` at ``encoder_layers + j``)."""
         self.encoder = TransformerStack(
-            hidden_layers, hidden_size, intermediate_size, num_attention_heads,
-            first_layer_idx=0, final_layernorm_idx=hidden_layers - 1,
-            attn_mask_type="padding", **shared,
+            encoder_layers, hidden_size, intermediate_size, num_heads,
+            first_layer_idx=0, final_layernorm_idx=encoder_layers - 1,
+            attn_mask_type="padding", **block,
         )
         self.decoder = TransformerStack(
-            decoder_layers, hidden_size, intermediate_size, num_attention_heads,
-            first_layer_idx=hidden_layers, final_layernorm_idx=-1, is_decoder=True,
-            attn_mask_type="causal", **shared,
+            decoder_layers, hidden_size, intermediate_size, num_heads,
+            first_layer_idx=encoder_layers, final_layernorm_idx=-1, is_decoder=True,
+            attn_mask_type="causal", **block,
         )
-        if tie_word_embeddings:
-            # LiBai's flavour (biased linears) also biases the tied head, so its checkpoints
-            # give its logits; Google's T5 (linear_bias=False) has no bias there.
-            self.lm_head = LMLogits(vocab_size, bias=linear_bias, layer_idx=-1)
-        else:  # split over the vocabulary like the tied head's logits
-            self.lm_head = Linear(
-                hidden_size, vocab_size, bias=False, parallel="col", init_method=init,
-                layer_idx=-1,
-            )
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def forward(
         self,
@@ -278,16 +272,15 @@ class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin
             encoder_states=encoder_states, encoder_attention_mask=encoder_decoder_attn_mask,
             past_key_values=past_key_values, use_cache=use_cache, position_bias=bias,
         )
-        decoder_states, presents = out if use_cache else (out, None)
-        logits = self._logits(decoder_states)
-        return (logits, presents) if use_cache else logits
+        decoder_states, presents = split_cache(out, use_cache)
+        return join_cache(self._logits(decoder_states), presents, use_cache)
 
     def _logits(self, decoder_states: flow.Tensor) -> flow.Tensor:
         if not self.tie_word_embeddings:
-            return self.lm_head(decoder_states)
+            return lm_logits(self.lm_head, decoder_states, None)
         if self.scale_decoder_outputs:
             decoder_states = decoder_states * (self.hidden_size ** -0.5)
-        return self.lm_head(decoder_states, self.embeddings.word_embedding_weight())
+        return lm_logits(self.lm_head, decoder_states, self.embeddings.word_embedding_weight())
 
     def _generation_encode(self, input_ids, attention_mask):
         return self.encode(input_ids, attention_mask), attention_mask
@@ -297,7 +290,7 @@ class T5Model(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin
         return self.decode(input_ids, encoder_states, None, encoder_mask, past_key_values, True)
 
 
-class T5ForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, GenerationMixin):
+class T5ForPreTraining(LanguageModelTask, GenerationMixin):
     """T5 with its span-corruption LM loss (averaged over ``loss_mask == 1`` positions).
 
     Build with ``T5ForPreTraining(cfg)`` / ``(cfg=cfg)`` or T5Model's keyword arguments.
@@ -308,13 +301,9 @@ class T5ForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Genera
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, _ = resolve_arguments(merge_config(cfg, model_args), T5Model.__init__, "T5ForPreTraining")
+        args, _ = self.body_arguments(cfg, model_args, T5Model)
         self.t5_model = T5Model(**args)
         self.loss_func = LMLoss(layer_idx=-1)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return {"cfg": cfg}
 
     def forward(
         self,
@@ -330,9 +319,7 @@ class T5ForPreTraining(nn.Module, TransformerModelMixin, PretrainedMixin, Genera
             encoder_input_ids, decoder_input_ids, encoder_attn_mask, decoder_attn_mask,
             encoder_decoder_attn_mask,
         )
-        if self.training and lm_labels is not None:
-            return {"masked_lm_loss": self.loss_func(logits, lm_labels, loss_mask)}
-        return {"prediction_scores": logits}
+        return self.lm_outputs(logits, lm_labels, loss_mask, loss_key="masked_lm_loss")
 
     is_encoder_decoder = True
 

@@ -1,29 +1,36 @@
-"""The one transformer that BERT, GPT-2 and T5 are built from.
+"""The one transformer skeleton that BERT, RoBERTa, GPT-2, T5 and Llama configure.
 
-A language model here is three parts, each parametrised by config rather than copied:
+A language model here is four parts, each parametrised by config rather than copied:
 
-- :class:`TextEmbedding`: word (vocabulary-parallel) + learned position (+ token type)
-  embeddings, dropout, and an optional LayerNorm (post-norm models normalise embeddings);
-- :class:`TransformerStack`: ``num_layers`` :class:`~libai.layers.TransformerLayer` blocks with
-  consecutive ``layer_idx`` values, encoder or decoder, padding or causal masking, and a final
-  LayerNorm for pre-norm stacks;
-- a head and a loss, which is where the models differ.
+- embeddings, :class:`TextEmbedding`: word (vocabulary-parallel) + learned position (+ token
+  type) embeddings, dropout, and an optional LayerNorm (post-norm models normalise embeddings);
+  without a position table for models whose attention encodes positions (T5's relative bias);
+- blocks, :class:`TransformerStack`: ``num_layers`` :class:`~libai.layers.TransformerLayer`
+  blocks with consecutive ``layer_idx`` values, encoder or decoder, padding or causal masking,
+  and a final norm for pre-norm stacks; :func:`run_blocks` is the one loop over blocks and their
+  key/value cache (Llama, whose blocks sit directly in its body, runs it too);
+- head and loss: :mod:`libai.models.language_model` (tied or untied LM head, the task wrapper
+  that resolves a config dict and turns scores into the loss dict or the scores).
 
 Layer indices follow one rule: embeddings at ``0``, block ``i`` of the whole model at ``i``,
 the final norm / head / loss at ``-1``; the run sets ``train.dist.pipeline_num_layers`` to the
 number of blocks so each index maps to a pipeline stage.
 """
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers import Embedding, LayerNorm, RMSLayerNorm, TransformerLayer, VocabEmbedding
+from libai.layers import Embedding, LayerNorm, TransformerLayer, VocabEmbedding
+from libai.layers.transformer_layer import norm_class
 from libai.layers.utils import arange, to_layer
 from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
 from libai.utils.distributed import current_layout
 
-__all__ = ["TextEmbedding", "TransformerStack", "TransformerModelMixin", "init_methods"]
+__all__ = [
+    "TextEmbedding", "TransformerStack", "TransformerModelMixin", "init_methods", "run_blocks",
+    "block_args",
+]
 
 #: One block's key/value cache: ``(self_key, self_value[, cross_key, cross_value])``.
 KeyValue = Tuple[flow.Tensor, ...]
@@ -44,7 +51,8 @@ class TextEmbedding(nn.Module):
 
     Args:
         vocab_size, hidden_size: table sizes.
-        max_seq_length: number of learned positions; longer inputs are an error.
+        max_seq_length: number of learned positions; longer inputs are an error. None: no
+            position table (the attention encodes positions, as T5's relative bias does).
         num_tokentypes: 0 for no token-type table (GPT, T5), 2 for BERT's segments.
         embedding_dropout_prob: dropout on the summed embeddings.
         init_method: initialiser of all tables.
@@ -56,7 +64,7 @@ class TextEmbedding(nn.Module):
         self,
         vocab_size: int,
         hidden_size: int,
-        max_seq_length: int,
+        max_seq_length: Optional[int],
         num_tokentypes: int = 0,
         embedding_dropout_prob: float = 0.0,
         init_method: Callable = nn.init.xavier_normal_,
@@ -70,7 +78,10 @@ class TextEmbedding(nn.Module):
         self.word_embeddings = VocabEmbedding(
             vocab_size, hidden_size, init_method, layer_idx=0, amp_enabled=amp_enabled
         )
-        self.position_embeddings = Embedding(max_seq_length, hidden_size, init_method, layer_idx=0)
+        if max_seq_length is not None:  # else no such table (not even a None attribute)
+            self.position_embeddings = Embedding(
+                max_seq_length, hidden_size, init_method, layer_idx=0
+            )
         self.tokentype_embeddings = (
             Embedding(num_tokentypes, hidden_size, init_method, layer_idx=0)
             if num_tokentypes > 0
@@ -93,21 +104,18 @@ class TextEmbedding(nn.Module):
         """Embed ``input_ids`` ``[batch, seq]``.
 
         Positions are ``past_length .. past_length + seq - 1`` (``past_length`` = tokens already
-        in a key/value cache), or ``position_ids`` ``[batch|1, seq]`` when given: generation
-        over left-padded prompts numbers each row's tokens from its first real one.
+        in a key/value cache; see :meth:`default_position_ids`), or ``position_ids``
+        ``[batch|1, seq]`` when given: generation over left-padded prompts numbers each row's
+        tokens from its first real one.
         """
-        seq_length = input_ids.shape[1]
-        if past_length + seq_length > self.max_seq_length:
-            raise ValueError(
-                f"sequence of {past_length + seq_length} tokens exceeds the "
-                f"{self.max_seq_length} learned positions; raise max_seq_length / "
-                "max_position_embeddings in the model config or shorten the inputs"
-            )
-        if position_ids is None:
-            positions = arange(past_length, past_length + seq_length, self.layout, 0).unsqueeze(0)
-        else:
-            positions = to_layer(position_ids, self.layout, 0)
-        embeddings = self.word_embeddings(input_ids) + self.position_embeddings(positions)
+        embeddings = self.word_embeddings(input_ids)
+        if self.max_seq_length is not None:
+            if position_ids is None:
+                positions = self.default_position_ids(input_ids, past_length)
+            else:
+                self._check_length(past_length + input_ids.shape[1])
+                positions = to_layer(position_ids, self.layout, 0)
+            embeddings = embeddings + self.position_embeddings(positions)
         if self.tokentype_embeddings is not None:
             if tokentype_ids is None:
                 # segment 0 everywhere; an op rather than zeros_like, which nn.Graph flags
@@ -116,6 +124,20 @@ class TextEmbedding(nn.Module):
         if self.embedding_layernorm is not None:
             embeddings = self.embedding_layernorm(embeddings)
         return self.dropout(embeddings)
+
+    def default_position_ids(self, input_ids: flow.Tensor, past_length: int) -> flow.Tensor:
+        """Positions of ``input_ids`` when the caller gives none (RoBERTa numbers its own)."""
+        seq_length = input_ids.shape[1]
+        self._check_length(past_length + seq_length)
+        return arange(past_length, past_length + seq_length, self.layout, 0).unsqueeze(0)
+
+    def _check_length(self, total: int) -> None:
+        if total > self.max_seq_length:
+            raise ValueError(
+                f"sequence of {total} tokens exceeds the "
+                f"{self.max_seq_length} learned positions; raise max_seq_length / "
+                "max_position_embeddings in the model config or shorten the inputs"
+            )
 
     def word_embedding_weight(self) -> flow.Tensor:
         """The table the LM head ties to."""
@@ -167,9 +189,9 @@ class TransformerStack(nn.Module):
                 for i in range(num_layers)
             ]
         )
-        norm_class = RMSLayerNorm if layer_args.get("normalization") == "rmsnorm" else LayerNorm
+        final_norm = norm_class(layer_args.get("normalization", "layernorm"))
         self.final_layernorm = (
-            norm_class(hidden_size, eps=layernorm_epsilon, layer_idx=final_layernorm_idx)
+            final_norm(hidden_size, eps=layernorm_epsilon, layer_idx=final_layernorm_idx)
             if final_layernorm_idx is not None
             else None
         )
@@ -195,27 +217,49 @@ class TransformerStack(nn.Module):
         ``(hidden_states, presents)``. The cache is the attention layers' own interface: the
         stack only threads it through.
         """
-        if past_key_values is not None and len(past_key_values) != len(self.layers):
-            raise ValueError(
-                f"past_key_values has {len(past_key_values)} entries for {len(self.layers)} "
-                "blocks; pass the cache this stack returned (one entry per block)"
-            )
-        presents = []
-        for i, layer in enumerate(self.layers):
-            out = layer(
-                hidden_states, attention_mask,
-                encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
-                past_key_value=None if past_key_values is None else past_key_values[i],
-                use_cache=use_cache, position_bias=position_bias,
-                encoder_decoder_position_bias=encoder_decoder_position_bias,
-            )
-            if use_cache:
-                out, present = out
-                presents.append(present)
-            hidden_states = out
+        out = run_blocks(
+            self.layers, hidden_states, attention_mask, past_key_values, use_cache,
+            encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
+            position_bias=position_bias,
+            encoder_decoder_position_bias=encoder_decoder_position_bias,
+        )
+        hidden_states, presents = out if use_cache else (out, None)
         if self.final_layernorm is not None:
             hidden_states = self.final_layernorm(hidden_states)
-        return (hidden_states, tuple(presents)) if use_cache else hidden_states
+        return (hidden_states, presents) if use_cache else hidden_states
+
+
+def run_blocks(
+    layers: Sequence[nn.Module],
+    hidden_states: flow.Tensor,
+    attention_mask: Optional[flow.Tensor] = None,
+    past_key_values: Optional[Sequence[KeyValue]] = None,
+    use_cache: bool = False,
+    **block_inputs: Any,
+) -> Union[flow.Tensor, Tuple[flow.Tensor, Tuple[KeyValue, ...]]]:
+    """Run ``layers`` in order, threading each block's key/value cache.
+
+    ``past_key_values`` holds one entry per block, as a previous ``use_cache=True`` run returned
+    them; the result is then ``(hidden_states, presents)``. ``block_inputs`` (encoder states,
+    position biases ...) go to every block unchanged.
+    """
+    if past_key_values is not None and len(past_key_values) != len(layers):
+        raise ValueError(
+            f"past_key_values has {len(past_key_values)} entries for {len(layers)} "
+            "blocks; pass the cache this model returned (one entry per block)"
+        )
+    presents = []
+    for i, layer in enumerate(layers):
+        out = layer(
+            hidden_states, attention_mask,
+            past_key_value=None if past_key_values is None else past_key_values[i],
+            use_cache=use_cache, **block_inputs,
+        )
+        if use_cache:
+            out, present = out
+            presents.append(present)
+        hidden_states = out
+    return (hidden_states, tuple(presents)) if use_cache else hidden_states
 
 
 class TransformerModelMixin:
@@ -226,27 +270,25 @@ class TransformerModelMixin:
         return [m for m in self.modules() if isinstance(m, TransformerLayer)]
 
 
+#: Constructor arguments of every libai language model that go to each block unchanged
+#: (``hidden_dropout_prob`` under the block's name ``output_dropout_prob``).
+_BLOCK_SETTINGS = (
+    "attention_dropout_prob", "bias_gelu_fusion", "bias_dropout_fusion",
+    "scale_mask_softmax_fusion", "apply_query_key_layer_scaling", "apply_residual_post_layernorm",
+)
+
+
 def block_args(
-    *,
-    attention_dropout_prob: float,
-    hidden_dropout_prob: float,
-    init_method: Callable,
-    output_layer_init_method: Callable,
-    bias_gelu_fusion: bool,
-    bias_dropout_fusion: bool,
-    scale_mask_softmax_fusion: bool,
-    apply_query_key_layer_scaling: bool,
-    apply_residual_post_layernorm: bool,
+    settings: Mapping[str, Any], init_method: Callable, output_layer_init_method: Callable
 ) -> Dict[str, Any]:
-    """The TransformerLayer arguments every model passes through from its config."""
+    """The TransformerLayer arguments a model passes through from its config.
+
+    ``settings`` are the model constructor's arguments (its ``locals()``): the models share these
+    parameter names, so the blocks' share of them is picked here by name instead of being
+    restated in every model.
+    """
+    args = {name: settings[name] for name in _BLOCK_SETTINGS}
     return dict(
-        attention_dropout_prob=attention_dropout_prob,
-        output_dropout_prob=hidden_dropout_prob,
-        init_method=init_method,
+        args, output_dropout_prob=settings["hidden_dropout_prob"], init_method=init_method,
         output_layer_init_method=output_layer_init_method,
-        bias_gelu_fusion=bias_gelu_fusion,
-        bias_dropout_fusion=bias_dropout_fusion,
-        scale_mask_softmax_fusion=scale_mask_softmax_fusion,
-        apply_query_key_layer_scaling=apply_query_key_layer_scaling,
-        apply_residual_post_layernorm=apply_residual_post_layernorm,
     )

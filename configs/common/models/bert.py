@@ -9,6 +9,8 @@ Published sizes: ``bert_base()``, ``bert_large()`` and ``bert_cfg(size)`` at the
 from libai.config import LazyCall
 from libai.models import BertForPreTraining
 
+from ._language import LIBAI_SWITCHES as _LIBAI_SWITCHES, sized_cfg
+
 cfg = dict(
     vocab_size=30522,  # bert-base-uncased vocabulary (pad to a multiple of the tensor parallel size)
     hidden_size=256,  # BERT-base: 768
@@ -24,12 +26,7 @@ cfg = dict(
     initializer_range=0.02,
     layernorm_epsilon=1e-5,
     layernorm_position="pre",  # "post" = the original BERT arrangement
-    bias_gelu_fusion=False,  # CUDA-only fusions; ignored on the CPU
-    bias_dropout_fusion=False,
-    scale_mask_softmax_fusion=False,
-    apply_query_key_layer_scaling=False,
-    apply_residual_post_layernorm=False,
-    amp_enabled=False,
+    **_LIBAI_SWITCHES,  # LiBai's CUDA fusions and numerics switches, all off (see _language.py)
 )
 
 model = LazyCall(BertForPreTraining)(cfg=cfg)
@@ -42,11 +39,7 @@ _BERT_SIZES = {"base": (768, 12, 12), "large": (1024, 24, 16)}
 def bert_cfg(size: str) -> dict:
     """A copy of ``cfg`` above at a named size (``"base"`` or ``"large"``), for any BERT head
     (``LazyCall(BertForClassification)(cfg=bert_cfg("base"))``)."""
-    if size not in _BERT_SIZES:
-        raise ValueError(f"unknown BERT size {size!r}; choose one of {sorted(_BERT_SIZES)}")
-    hidden, layers, heads = _BERT_SIZES[size]
-    return dict(cfg, hidden_size=hidden, hidden_layers=layers, num_attention_heads=heads,
-                intermediate_size=4 * hidden)
+    return sized_cfg(cfg, _BERT_SIZES, size, "BERT")
 
 
 def bert_base():

@@ -9,6 +9,8 @@ Published sizes: ``gpt2_small()`` ... ``gpt2_xl()`` and ``gpt2_cfg(size)`` at th
 from libai.config import LazyCall
 from libai.models import GPTForPreTraining
 
+from ._language import LIBAI_SWITCHES as _LIBAI_SWITCHES, sized_cfg
+
 cfg = dict(
     vocab_size=50304,  # GPT-2's 50257 tokens padded to a multiple of 128 (tensor parallel splits it)
     hidden_size=256,  # GPT-2 small: 768
@@ -22,12 +24,7 @@ cfg = dict(
     layernorm_epsilon=1e-5,
     initializer_range=0.02,
     use_scaled_init_for_output_weights=True,
-    bias_gelu_fusion=False,  # CUDA-only fusions; ignored on the CPU
-    bias_dropout_fusion=False,
-    scale_mask_softmax_fusion=False,
-    apply_query_key_layer_scaling=False,
-    apply_residual_post_layernorm=False,
-    amp_enabled=False,
+    **_LIBAI_SWITCHES,  # LiBai's CUDA fusions and numerics switches, all off (see _language.py)
 )
 
 model = LazyCall(GPTForPreTraining)(cfg=cfg)
@@ -45,11 +42,7 @@ _GPT2_SIZES = {
 def gpt2_cfg(size: str) -> dict:
     """A copy of ``cfg`` above at a named GPT-2 size (``"small"``, ``"medium"``, ``"large"``,
     ``"xl"``), 1024 positions."""
-    if size not in _GPT2_SIZES:
-        raise ValueError(f"unknown GPT-2 size {size!r}; choose one of {sorted(_GPT2_SIZES)}")
-    hidden, layers, heads = _GPT2_SIZES[size]
-    return dict(cfg, hidden_size=hidden, hidden_layers=layers, num_attention_heads=heads,
-                intermediate_size=4 * hidden, max_seq_length=1024)
+    return sized_cfg(cfg, _GPT2_SIZES, size, "GPT-2", max_seq_length=1024)
 
 
 def gpt2_small():

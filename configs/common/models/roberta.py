@@ -10,6 +10,8 @@ eps 1e-5). ``pretrain_model`` is the masked-LM model, ``roberta_model`` the bare
 from libai.config import LazyCall
 from libai.models import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
 
+from ._language import LIBAI_SWITCHES as _LIBAI_SWITCHES, sized_cfg
+
 cfg = dict(
     vocab_size=50265,  # roberta-base's vocabulary (pad to a multiple of the tensor parallel size)
     hidden_size=768,
@@ -25,12 +27,7 @@ cfg = dict(
     layernorm_epsilon=1e-5,
     pad_token_id=1,
     layernorm_position="pre",  # "post" = the original RoBERTa arrangement (from_pretrained's)
-    bias_gelu_fusion=False,  # CUDA-only fusions; ignored on the CPU
-    bias_dropout_fusion=False,
-    scale_mask_softmax_fusion=False,
-    apply_query_key_layer_scaling=False,
-    apply_residual_post_layernorm=False,
-    amp_enabled=False,
+    **_LIBAI_SWITCHES,  # LiBai's CUDA fusions and numerics switches, all off (see _language.py)
 )
 
 roberta_model = LazyCall(RobertaModel)(cfg=cfg)
@@ -44,11 +41,7 @@ _ROBERTA_SIZES = {"base": (768, 12, 12), "large": (1024, 24, 16)}
 
 def roberta_cfg(size: str) -> dict:
     """A copy of ``cfg`` at a named size (``"base"`` or ``"large"``), for any RoBERTa class."""
-    if size not in _ROBERTA_SIZES:
-        raise ValueError(f"unknown RoBERTa size {size!r}; choose one of {sorted(_ROBERTA_SIZES)}")
-    hidden, layers, heads = _ROBERTA_SIZES[size]
-    return dict(cfg, hidden_size=hidden, hidden_layers=layers, num_attention_heads=heads,
-                intermediate_size=4 * hidden)
+    return sized_cfg(cfg, _ROBERTA_SIZES, size, "RoBERTa")
 
 
 def roberta_base():

@@ -10,6 +10,8 @@ A pipelined run sets ``train.dist.pipeline_num_layers`` to encoder + decoder lay
 from libai.config import LazyCall
 from libai.models import T5ForPreTraining
 
+from ._language import LIBAI_SWITCHES as _LIBAI_SWITCHES, check_size
+
 cfg = dict(
     vocab_size=30522,  # LiBai's T5 uses the BERT vocabulary
     hidden_size=256,  # T5-base: 768
@@ -23,12 +25,7 @@ cfg = dict(
     max_position_embeddings=512,
     initializer_range=0.02,
     layernorm_epsilon=1e-5,
-    bias_gelu_fusion=False,  # CUDA-only fusions; ignored on the CPU
-    bias_dropout_fusion=False,
-    scale_mask_softmax_fusion=False,
-    apply_query_key_layer_scaling=False,
-    apply_residual_post_layernorm=False,
-    amp_enabled=False,
+    **_LIBAI_SWITCHES,  # LiBai's CUDA fusions and numerics switches, all off (see _language.py)
 )
 
 model = LazyCall(T5ForPreTraining)(cfg=cfg)
@@ -75,9 +72,7 @@ def t5_cfg(size: str, flavour: str = "libai") -> dict:
     if flavour not in FLAVOURS:
         raise ValueError(f"unknown T5 flavour {flavour!r}; choose one of {sorted(FLAVOURS)}")
     sizes = _T5_SIZES if flavour in ("libai", "t5") else _T5_V1_1_SIZES
-    if size not in sizes:
-        raise ValueError(f"unknown T5 size {size!r}; choose one of {sorted(sizes)}")
-    hidden, layers, heads, head_size, ffn = sizes[size]
+    hidden, layers, heads, head_size, ffn = check_size(size, sizes, "T5")
     return dict(cfg, hidden_size=hidden, hidden_layers=layers, decoder_layers=layers,
                 num_attention_heads=heads, head_size=head_size, intermediate_size=ffn,
                 **FLAVOURS[flavour])
