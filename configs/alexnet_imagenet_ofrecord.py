@@ -14,14 +14,10 @@ SGD with momentum 0.9 from lr 0.01, 90 epochs, hard labels, weight decay 5e-5 on
 
 AlexNet is data-parallel only: keep train.dist.pipeline_parallel_size=1.
 """
-import oneflow as flow
-
-from libai.config import LazyCall
-from libai.optim import get_default_optimizer_params
-
 from .common.data.imagenet_ofrecord import dataloader
 from .common.models.alexnet import model
 from .common.models.graph import graph
+from .common.sgd import optim
 from .common.train import train
 
 # Placeholders: write the OFRecord parts with tools/images_to_ofrecord.py (docs/prepare_image_data.md).
@@ -29,18 +25,8 @@ dataloader.train.dataset[0].root = "./data/imagenet/ofrecord/train"
 dataloader.test[0].dataset.root = "./data/imagenet/ofrecord/validation"
 dataloader.train.mixup_func = None  # the classic example trains on hard labels
 
-optim = LazyCall(flow.optim.SGD)(
-    params=LazyCall(get_default_optimizer_params)(
-        # model is filled in by the trainer
-        weight_decay_norm=0.0,
-        weight_decay_bias=0.0,
-        clip_grad_max_norm=None,
-        clip_grad_norm_type=None,
-    ),
-    lr=0.01,
-    momentum=0.9,
-    weight_decay=5e-5,
-)
+optim.lr = 0.01
+optim.weight_decay = 5e-5
 
 train.update(
     dict(

@@ -7,14 +7,11 @@
 
 BERT-large: 24 layers of width 1024 with 16 heads and a 4096-wide MLP, 512 positions.
 """
-from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
-
 from .common.data.bert_dataset import dataloader, tokenization
+from .common.lm_pretrain import train
 from .common.models.bert import bert_large
 from .common.models.graph import graph
 from .common.optim import optim
-from .common.train import train
 
 model = bert_large()
 
@@ -29,22 +26,7 @@ model.cfg.vocab_size = 21128
 for _dataset in [dataloader.train.dataset[0], dataloader.test[0].dataset]:
     _dataset.max_seq_length = model.cfg.max_position_embeddings
 
-train.update(
-    dict(
-        output_dir="./output/bert_large_pretrain",
-        train_micro_batch_size=16,
-        test_micro_batch_size=16,
-        train_iter=1000000,
-        warmup_ratio=0.01,
-        log_period=100,
-    )
-)
-train.evaluation.enabled = True
-train.evaluation.evaluator = LazyCall(PPLEvaluator)()
-train.evaluation.eval_period = 10000
-train.evaluation.eval_iter = 100
-train.evaluation.eval_metric = "PPL"
-train.evaluation.eval_mode = "min"
+train.output_dir = "./output/bert_large_pretrain"
 train.amp.enabled = True  # float16 on CUDA; the CPU runs float32
 train.dist.pipeline_num_layers = model.cfg.hidden_layers
 optim.lr = 1e-4

@@ -7,14 +7,11 @@
 GPT-2 small: 12 layers of width 768 with 12 heads, 1024 positions (124M parameters); the other
 sizes are ``gpt2_medium``/``gpt2_large``/``gpt2_xl`` in configs/common/models/gpt.py.
 """
-from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
-
 from .common.data.gpt_dataset import dataloader, tokenization
+from .common.lm_pretrain import train
 from .common.models.gpt import gpt2_small
 from .common.models.graph import graph
 from .common.optim import optim
-from .common.train import train
 
 model = gpt2_small()
 
@@ -35,15 +32,8 @@ train.update(
         train_micro_batch_size=4,
         test_micro_batch_size=4,
         train_iter=500000,
-        warmup_ratio=0.01,
-        log_period=100,
     )
 )
-train.evaluation.enabled = True
-train.evaluation.evaluator = LazyCall(PPLEvaluator)()
 train.evaluation.eval_period = 5000
-train.evaluation.eval_iter = 100
-train.evaluation.eval_metric = "PPL"
-train.evaluation.eval_mode = "min"
 train.amp.enabled = True  # float16 on CUDA; the CPU runs float32
 train.dist.pipeline_num_layers = model.cfg.hidden_layers

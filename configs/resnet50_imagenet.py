@@ -10,13 +10,9 @@ through the data's MixUp object with MixUp/CutMix off.
 ResNet-18/34/101/152: ``resnet18()`` ... in configs/common/models/resnet.py. ResNet is
 data-parallel only: keep train.dist.pipeline_parallel_size=1.
 """
-import oneflow as flow
-
-from libai.config import LazyCall
-from libai.optim import get_default_optimizer_params
-
 from .common.data.imagenet import dataloader, deit_mixup
 from .common.models.graph import graph
+from .common.sgd import optim
 from .common.models.resnet import resnet50
 from .common.train import train
 
@@ -28,18 +24,7 @@ dataloader.test[0].dataset.root = "./data/imagenet/val"
 dataloader.train.mixup_func = deit_mixup(model.num_classes)
 dataloader.train.mixup_func.update(mixup_alpha=0.0, cutmix_alpha=0.0, label_smoothing=0.1)
 
-optim = LazyCall(flow.optim.SGD)(
-    params=LazyCall(get_default_optimizer_params)(
-        # model is filled in by the trainer
-        weight_decay_norm=0.0,
-        weight_decay_bias=0.0,
-        clip_grad_max_norm=None,
-        clip_grad_norm_type=None,
-    ),
-    lr=0.4,
-    momentum=0.9,
-    weight_decay=1e-4,
-)
+optim.lr = 0.4
 
 train.update(
     dict(

@@ -7,14 +7,11 @@
 
 RoBERTa-base: 12 layers of width 768 with 12 heads, 514 positions (512 tokens).
 """
-from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
-
 from .common.data.roberta_dataset import dataloader, tokenization
+from .common.lm_pretrain import train
 from .common.models.graph import graph
 from .common.models.roberta import roberta_base
 from .common.optim import optim
-from .common.train import train
 
 model = roberta_base()
 
@@ -30,19 +27,7 @@ for _dataset in [dataloader.train.dataset[0], dataloader.test[0].dataset]:
 train.update(
     dict(
         output_dir="./output/roberta_pretrain",
-        train_micro_batch_size=16,
-        test_micro_batch_size=16,
         train_iter=500000,
-        warmup_ratio=0.01,
-        log_period=100,
-        evaluation=dict(
-            enabled=True,
-            evaluator=LazyCall(PPLEvaluator)(),
-            eval_period=10000,
-            eval_iter=100,
-            eval_metric="PPL",
-            eval_mode="min",
-        ),
     )
 )
 train.amp.enabled = True  # float16 on CUDA; the CPU runs float32

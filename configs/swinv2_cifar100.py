@@ -4,51 +4,18 @@
     python -m oneflow.distributed.launch --nproc_per_node 8 tools/train_net.py \\
         --config-file configs/swinv2_cifar100.py
 
-Eager mode, fp32 and data parallel, as LiBai's recipe.
+Eager mode, fp32 and data parallel, as LiBai's recipe: configs/swin_cifar100.py with the V2
+model, whose windows need 256×256 inputs (the shorter side resized to 256 / 0.875 for testing,
+then centre-cropped to 256).
 """
-from libai.config import LazyCall
-from libai.data.transforms import build_image_transforms
-
-from .common.data.cifar100 import dataloader
-from .common.models.graph import graph
 from .common.models.swinv2 import swinv2_tiny_patch4_window8_256
-from .common.optim import optim
-from .common.train import train
+from .swin_cifar100 import dataloader, graph, optim, train
 
 model = swinv2_tiny_patch4_window8_256()
 model.num_classes = 100
 
-# Placeholder: the folder holding cifar-100-python/ (docs/prepare_image_data.md).
-dataloader.train.dataset[0].root = "./data/cifar"
-dataloader.test[0].dataset.root = "./data/cifar"
-# SwinV2-T's windows need 256×256 inputs: resize the 32×32 images (after the usual augmentation).
-_mean, _std = [0.5071, 0.4865, 0.4409], [0.2673, 0.2564, 0.2762]
-dataloader.train.dataset[0].transform = LazyCall(build_image_transforms)(
-    train=True, size=model.img_size, mean=_mean, std=_std, crop="resized", hflip=0.5,
-    interpolation="bicubic",
-)
-dataloader.test[0].dataset.transform = LazyCall(build_image_transforms)(
-    train=False, size=model.img_size, mean=_mean, std=_std, crop_pct=0.875, interpolation="bicubic",
-)  # resize the shorter side to 256 / 0.875, centre-crop 256
+dataloader.train.dataset[0].transform.size = model.img_size
+dataloader.test[0].dataset.transform.size = model.img_size
 
-optim.lr = 5e-4
-optim.weight_decay = 0.05
-optim.params.clip_grad_max_norm = None
-optim.params.clip_grad_norm_type = None
-
-train.update(
-    dict(
-        output_dir="./output/swinv2_cifar100",
-        train_micro_batch_size=32,
-        test_micro_batch_size=32,
-        num_accumulation_steps=1,
-        train_iter=0,
-        train_epoch=300,
-        warmup_ratio=20 / 300,
-        log_period=20,
-    )
-)
-train.evaluation.eval_period = 200
-train.scheduler.update(warmup_factor=5e-7, alpha=0.0, warmup_method="linear")
+train.output_dir = "./output/swinv2_cifar100"
 train.dist.pipeline_num_layers = sum(model.depths)
-graph.enabled = False

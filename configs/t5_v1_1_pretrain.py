@@ -10,14 +10,11 @@ The data pipeline is LiBai's T5 one (a WordPiece vocabulary with 100 sentinels, 
 size. To continue from released weights instead, ``train.load_weight=/path/to/hf/t5-v1_1-base``
 (a Hugging Face directory; the vocabulary must then be that checkpoint's SentencePiece one).
 """
-from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
-
 from .common.data.t5_dataset import dataloader, tokenization
+from .common.lm_pretrain import train
 from .common.models.graph import graph
 from .common.models.t5 import t5_v1_1_base
 from .common.optim import optim
-from .common.train import train
 
 model = t5_v1_1_base()
 
@@ -28,20 +25,5 @@ dataloader.test[0].dataset.data_prefix = "./data_test/bert_data/loss_compara_con
 
 optim.lr = 1e-3  # T5 v1.1 is usually trained with Adafactor at 1e-2; AdamW wants less
 
-train.update(
-    dict(
-        output_dir="./output/t5_v1_1_pretrain",
-        train_micro_batch_size=16,
-        test_micro_batch_size=16,
-        train_iter=1000000,
-        warmup_ratio=0.01,
-        log_period=100,
-    )
-)
-train.evaluation.enabled = True
-train.evaluation.evaluator = LazyCall(PPLEvaluator)()
-train.evaluation.eval_period = 10000
-train.evaluation.eval_iter = 100
-train.evaluation.eval_metric = "PPL"
-train.evaluation.eval_mode = "min"
+train.output_dir = "./output/t5_v1_1_pretrain"
 train.dist.pipeline_num_layers = model.cfg.hidden_layers + model.cfg.decoder_layers

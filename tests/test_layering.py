@@ -61,9 +61,11 @@ def _fake_libai(root, extra_files):
         "models/utils/__init__.py": ("def __getattr__(name):\n"
                                      "    from libai.engine.graph import GraphBase\n"
                                      "    return GraphBase\n"),
-        "models/pretrained/__init__.py": "",
-        "models/pretrained/mapping.py": "def load():\n    import libai.models.pretrained.families\n",
-        "models/pretrained/families.py": "import libai.models.pretrained.mapping\n",
+        "models/pretrained/__init__.py": "import libai.models.pretrained.families\n",
+        "models/pretrained/registry.py": "",
+        "models/pretrained/mapping.py": "import libai.models.pretrained.registry\n",
+        "models/pretrained/families.py": ("import libai.models.pretrained.mapping\n"
+                                          "import libai.models.pretrained.registry\n"),
     }
     files.update(extra_files)
     for rel, source in files.items():
@@ -105,6 +107,16 @@ def test_a_new_unplaced_package_and_an_import_cycle_are_caught(tmp_path):
     output = lint(str(tmp_path))
     assert "libai.serving" in output  # exhaustive: every subpackage has a layer
     assert "No cycles are allowed in libai.utils" in output
+
+
+def test_a_family_registry_that_imports_its_families_back_is_caught(tmp_path):
+    """The registration circle this package once had: a lookup that loads the families, which
+    import the lookup's module to register. The acyclic contract names it (no ignore exists)."""
+    _fake_libai(str(tmp_path), {"models/pretrained/registry.py": (
+        "def lookup():\n    import libai.models.pretrained.families\n")})
+    output = lint(str(tmp_path))
+    assert "No cycles are allowed in libai.models.pretrained" in output
+    assert ".registry -> .families" in output
 
 
 def test_graphbase_keeps_its_libai_name_without_models_loading_the_engine():

@@ -73,3 +73,19 @@ train = dict(
     # output_dir/model-summary.txt; modules deeper than max_depth are folded into their parents
     model_summary=dict(enabled=True, max_depth=3, output_shapes=True),
 )
+
+
+def ppl_evaluation(eval_period: int) -> dict:
+    """``train.evaluation`` of a language model: perplexity every ``eval_period`` iterations,
+    lower is better (the best checkpoint has the lowest). Use as
+    ``train.update(dict(evaluation=ppl_evaluation(100)))`` (the keys listed here only) or
+    ``train.evaluation.update(ppl_evaluation(100))`` (keeping ``eval_iter``)."""
+    from libai.evaluation import PPLEvaluator
+
+    return dict(
+        enabled=True,
+        evaluator=LazyCall(PPLEvaluator)(),
+        eval_period=eval_period,
+        eval_metric="PPL",
+        eval_mode="min",
+    )

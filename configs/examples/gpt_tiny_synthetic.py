@@ -16,8 +16,9 @@ from omegaconf import OmegaConf
 from libai.config import LazyCall, get_config
 from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.datasets.synthetic import SyntheticLMDataset
-from libai.evaluation import PPLEvaluator
 from libai.models import GPTForPreTraining
+
+from configs.common.train import ppl_evaluation
 
 train = get_config("common/train.py").train
 optim = get_config("common/optim.py").optim
@@ -63,13 +64,7 @@ train.update(
         warmup_ratio=0.1,
         log_period=10,
         checkpointer=dict(period=30, max_to_keep=2),
-        evaluation=dict(
-            enabled=True,
-            evaluator=LazyCall(PPLEvaluator)(),
-            eval_period=30,
-            eval_metric="PPL",
-            eval_mode="min",
-        ),
+        evaluation=ppl_evaluation(30),
     )
 )
 # Set one key, keeping the other dist defaults (so train.dist.* overrides find them).

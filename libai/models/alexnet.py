@@ -10,7 +10,7 @@ Data-parallel, like :class:`~libai.models.resnet.ResNet` (see :mod:`libai.models
 The widths, the hidden size and the pooled size are arguments so that tests can shrink it.
 Inputs need at least 63×63 pixels (three stride-2 pools after a stride-4 conv).
 """
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import oneflow as flow
 from oneflow import nn
@@ -18,7 +18,6 @@ from oneflow import nn
 from libai.config import configurable
 from libai.layers import Linear
 from libai.models.cnn_common import Conv2d, check_data_parallel_layout, torch_default_init
-from libai.models.common.config import resolve_arguments
 from libai.models.vision_common import ImageClassificationLoss, ImageClassifierMixin
 from libai.utils.distributed import current_layout
 
@@ -78,10 +77,6 @@ class AlexNet(nn.Module, ImageClassifierMixin):
             dense(hidden_size, num_classes),
         )
         self.loss_func = ImageClassificationLoss(layer_idx=-1) if loss_func is None else loss_func
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """Pooled convolutional features, flattened ``[B, channels[-1] · pool_size²]``."""

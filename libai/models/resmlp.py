@@ -13,7 +13,7 @@ over data-parallel ranks, and blocks spread over pipeline stages: the patch embe
 ``layer_idx=0``, block ``i`` at ``i``, the final Affine, head and loss at ``-1``
 (``train.dist.pipeline_num_layers = depth``). Parameter names follow LiBai's ResMLP.
 """
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 import oneflow as flow
 from oneflow import nn
@@ -22,7 +22,6 @@ from libai.config import configurable
 from libai.layers import MLP, Affine, DropPath, Linear
 from libai.layers.utils import make_parameter, to_layer
 from libai.models.cnn_common import torch_default_init
-from libai.models.common.config import resolve_arguments
 from libai.models.vision_common import (
     ImageClassificationLoss,
     ImageClassifierMixin,
@@ -133,10 +132,6 @@ class ResMLP(nn.Module, ImageClassifierMixin):
         self.norm = Affine(embed_dim, layer_idx=-1)
         self.head = Linear(embed_dim, num_classes, init_method=trunc_normal_init(0.02), layer_idx=-1)
         self.loss_func = ImageClassificationLoss(layer_idx=-1) if loss_func is None else loss_func
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """Patch features after the last block ``[B, patches, embed_dim]``."""

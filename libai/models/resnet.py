@@ -10,7 +10,7 @@ Data-parallel (see :mod:`libai.models.cnn_common`): batch norm statistics are th
 batch, so any data-parallel size trains like one process. Tensor parallelism runs it replicated;
 pipeline parallelism is refused with the fix.
 """
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import oneflow as flow
 from oneflow import nn
@@ -24,7 +24,6 @@ from libai.models.cnn_common import (
     kaiming_normal_fan_out,
     torch_default_init,
 )
-from libai.models.common.config import resolve_arguments
 from libai.models.vision_common import ImageClassificationLoss, ImageClassifierMixin
 from libai.utils.distributed import current_layout
 
@@ -160,10 +159,6 @@ class ResNet(nn.Module, ImageClassifierMixin):
         if zero_init_residual:
             for b in self._blocks():
                 flow.nn.init.zeros_(b.last_bn().weight)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """Globally pooled features of the last stage ``[B, channels]``."""

@@ -20,7 +20,7 @@ reference implementation). Layer indices, tensor/pipeline placement and the outp
 are V1's: ``train.dist.pipeline_num_layers = sum(depths)``.
 """
 import math
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 import oneflow as flow
@@ -29,7 +29,6 @@ from oneflow import nn
 from libai.config import configurable
 from libai.layers import Linear
 from libai.layers.utils import make_parameter, place_constant, split
-from libai.models.common.config import resolve_arguments
 from libai.models.swin import SwinBlock, SwinTransformer, WindowAttention, check_swin_options
 from libai.models.vision_common import trunc_normal_init
 
@@ -178,10 +177,6 @@ class SwinTransformerV2(SwinTransformer):
                          qkv_bias=qkv_bias, drop_rate=drop_rate, attn_drop_rate=attn_drop_rate,
                          drop_path_rate=drop_path_rate, patch_norm=patch_norm, loss_func=loss_func)
         self._zero_block_norms()
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def _stage_options(self, stage: int) -> Dict[str, Any]:
         return dict(block_cls=SwinBlockV2, merge_post_norm=True,

@@ -7,13 +7,14 @@ Every piece places itself through the current :class:`~libai.utils.distributed.P
 like the layers in :mod:`libai.layers`, so the models run unchanged in one process and under
 data, tensor and pipeline parallelism.
 """
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import oneflow as flow
 from oneflow import nn
 
 from libai.layers.patch_embedding import PatchEmbedding, Size2, to_2tuple, trunc_normal_init
 from libai.layers.utils import broadcast, to_sbp
+from libai.models.common.config import resolve_arguments
 from libai.models.common.losses import ClassificationLoss
 from libai.utils.distributed import current_layout
 
@@ -91,11 +92,19 @@ class ImageClassifierMixin:
     """The output convention of libai image classifiers.
 
     A model sets ``self.loss_func`` and ``self._blocks()`` (its repeated blocks) and calls
-    :meth:`classifier_outputs` at the end of ``forward``.
+    :meth:`classifier_outputs` at the end of ``forward``; its ``@configurable`` ``__init__``
+    finds :meth:`from_config` here.
     """
 
     loss_func: nn.Module
     training: bool
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
+        """Constructor arguments from one config dict (``Model(cfg)``, LiBai's style): the
+        keys ``__init__`` names, with synonyms resolved (see
+        :func:`~libai.models.common.config.resolve_arguments`)."""
+        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def classifier_outputs(
         self, logits: flow.Tensor, labels: Optional[flow.Tensor]

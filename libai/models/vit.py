@@ -11,7 +11,7 @@ split over tensor-parallel ranks, the batch over data-parallel ranks, and the bl
 pipeline stages with the patch embedding at ``layer_idx=0``, block ``i`` at ``i`` and the
 final norm, head and loss at ``-1`` (``train.dist.pipeline_num_layers = depth``).
 """
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 import oneflow as flow
 from oneflow import nn
@@ -19,7 +19,6 @@ from oneflow import nn
 from libai.config import configurable
 from libai.layers import LayerNorm, Linear, TransformerLayer
 from libai.layers.utils import make_parameter
-from libai.models.common.config import resolve_arguments
 from libai.models.pretrained.api import PretrainedMixin
 from libai.models.vision_common import (
     ImageClassificationLoss,
@@ -100,10 +99,6 @@ class VisionTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
         self.norm = LayerNorm(embed_dim, eps=layernorm_epsilon, layer_idx=-1)
         self.head = Linear(embed_dim, num_classes, init_method=init, layer_idx=-1)
         self.loss_func = ImageClassificationLoss(layer_idx=-1) if loss_func is None else loss_func
-
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> Dict[str, Any]:
-        return resolve_arguments(cfg, cls.__init__, cls.__name__)[0]
 
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """The normalised class-token features ``[B, embed_dim]``."""

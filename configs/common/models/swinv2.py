@@ -15,6 +15,8 @@ import copy
 from libai.config import LazyCall
 from libai.models import SwinTransformerV2
 
+from .swin import _SWIN_SIZES
+
 model = LazyCall(SwinTransformerV2)(
     img_size=32,  # SwinV2-T: 256
     patch_size=2,  # SwinV2-T: 4
@@ -35,11 +37,9 @@ model = LazyCall(SwinTransformerV2)(
 )
 
 
-_SWINV2_SIZES = {
-    "tiny": dict(embed_dim=96, depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
-    "small": dict(embed_dim=96, depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
-    "base": dict(embed_dim=128, depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
-}
+# SwinV2's named sizes are Swin's (widths, depths, heads, stochastic depth); only the input
+# size and the windows differ.
+_SWINV2_SIZES = _SWIN_SIZES
 
 
 def swinv2_preset(size: str, window_size: int = 8, num_classes: int = 1000):

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple, Type
 
 from oneflow import nn
 
+from libai.models.pretrained import families as _families  # noqa: F401  (fills the family table)
 from libai.models.pretrained import files
 from libai.models.pretrained.convert import LoadReport, PretrainedLoadError, to_hf, to_libai
 from libai.models.pretrained.mapping import FamilyMapping, mapping_for_class

@@ -1,7 +1,8 @@
 """How one model family's Hugging Face weights become libai's, and back.
 
-A family (GPT-2, BERT, ...) is one :class:`FamilyMapping` subclass, registered by
-``model_type`` (the field of ``config.json``) and by the libai classes it can build. It says:
+A family (GPT-2, BERT, ...) is one :class:`FamilyMapping` subclass, registered (in the table of
+:mod:`~libai.models.pretrained.registry`) by ``model_type`` (the field of ``config.json``) and by
+the libai classes it can build. It says:
 
 - :meth:`~FamilyMapping.model_args`: libai constructor arguments from ``config.json``;
 - :meth:`~FamilyMapping.rules`: one :class:`Rule` per libai tensor, naming the Hugging Face
@@ -16,9 +17,12 @@ of a bare base model (no prefix) is normalised by :meth:`FamilyMapping.normalise
 """
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
+
+# The family table lives in its own module, which imports no family: re-exported here.
+from libai.models.pretrained.registry import mapping_for_class, mapping_for_config, register
 
 __all__ = [
     "Rule",
@@ -148,55 +152,12 @@ class FamilyMapping:
     def is_ignorable(self, key: str) -> bool:
         return any(re.search(p, key) for p in self.ignorable)
 
+    def base_model(self, model: Any) -> Any:
+        """The base model inside a head model (``model.GPT_model``), or ``model`` itself.
 
-_BY_TYPE: Dict[str, FamilyMapping] = {}
-_BY_CLASS: Dict[str, FamilyMapping] = {}
-
-
-def register(cls: Type[FamilyMapping]) -> Type[FamilyMapping]:
-    """Class decorator: make a family findable by model type and by libai class name."""
-    instance = cls()
-    for model_type in cls.model_types:
-        _BY_TYPE[model_type] = instance
-    for name in cls.targets:
-        _BY_CLASS.setdefault(name, instance)
-    return cls
-
-
-def _load_families() -> None:
-    import libai.models.pretrained.families  # noqa: F401  (registers every family)
-
-
-def mapping_for_class(name: str, model_type: Optional[str] = None) -> FamilyMapping:
-    """The family that builds the libai class ``name`` (from ``model_type`` when given)."""
-    _load_families()
-    if model_type is not None:
-        family = _BY_TYPE.get(model_type)
-        if family is None:
-            raise ValueError(
-                f"config.json has model_type={model_type!r}, which libai cannot import; "
-                f"supported: {sorted(_BY_TYPE)}"
-            )
-        if name not in family.targets:
-            raise ValueError(
-                f"a {model_type!r} checkpoint cannot be loaded into {name}; it loads into "
-                f"{sorted(family.targets)}"
-            )
-        return family
-    if name not in _BY_CLASS:
-        raise ValueError(
-            f"{name} has no Hugging Face weight mapping; classes with one: {sorted(_BY_CLASS)}"
-        )
-    return _BY_CLASS[name]
-
-
-def mapping_for_config(cfg: Mapping[str, Any]) -> FamilyMapping:
-    """The family of a ``config.json``."""
-    _load_families()
-    model_type = cfg.get("model_type")
-    if model_type not in _BY_TYPE:
-        raise ValueError(
-            f"config.json has model_type={model_type!r}, which libai cannot import; "
-            f"supported: {sorted(_BY_TYPE)}"
-        )
-    return _BY_TYPE[model_type]
+        The attribute is named by the targets' libai prefixes, so a family states it once.
+        """
+        for target in self.targets.values():
+            if target.prefix and hasattr(model, target.prefix[:-1]):
+                return getattr(model, target.prefix[:-1])
+        return model

@@ -10,9 +10,10 @@ from omegaconf import OmegaConf
 from libai.config import LazyCall, get_config
 from libai.data.build import build_nlp_test_loader, build_nlp_train_loader
 from libai.data.datasets import GPT2Dataset
-from libai.evaluation import PPLEvaluator
 from libai.models import GPTForPreTraining
 from libai.tokenizer import GPT2Tokenizer
+
+from configs.common.train import ppl_evaluation
 
 train = get_config("common/train.py").train
 optim = get_config("common/optim.py").optim
@@ -44,16 +45,22 @@ model = LazyCall(GPTForPreTraining)(
 )
 
 
-def _corpus(split: str) -> object:
+def corpus_in(data: str, name: str, split: str) -> object:
+    """The ``split`` part (90/5/5 by document) of ``{data}/{name}_text_document``, in
+    ``SEQ``-token samples (projects/llama_lora builds on this config with its own folder)."""
     return LazyCall(GPT2Dataset)(
-        name="pydoc", data_prefix=f"{DATA}/pydoc_text_document", max_seq_length=SEQ,
+        name=name, data_prefix=f"{data}/{name}_text_document", max_seq_length=SEQ,
         seed=1234, split=split, splits_string=SPLITS,
     )
 
 
 dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(dataset=[_corpus("train")], num_workers=0)
-dataloader.test = [LazyCall(build_nlp_test_loader)(dataset=_corpus("valid"), num_workers=0)]
+dataloader.train = LazyCall(build_nlp_train_loader)(
+    dataset=[corpus_in(DATA, "pydoc", "train")], num_workers=0
+)
+dataloader.test = [
+    LazyCall(build_nlp_test_loader)(dataset=corpus_in(DATA, "pydoc", "valid"), num_workers=0)
+]
 
 optim.lr = 2e-3
 optim.weight_decay = 0.01
@@ -67,13 +74,7 @@ train.update(
         warmup_ratio=0.05,
         log_period=20,
         checkpointer=dict(period=100, max_to_keep=2),
-        evaluation=dict(
-            enabled=True,
-            evaluator=LazyCall(PPLEvaluator)(),
-            eval_period=100,
-            eval_metric="PPL",
-            eval_mode="min",
-        ),
+        evaluation=ppl_evaluation(100),
     )
 )
 train.dist.pipeline_num_layers = LAYERS

@@ -3,13 +3,12 @@
     python tools/train_net.py --config-file projects/text_classification/configs/pretrain.py
 """
 from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
 from libai.models import BertForPreTraining
 
 from configs.common.data.bert_dataset import dataloader, tokenization
 from configs.common.models.graph import graph
 from configs.common.optim import optim
-from configs.common.train import train
+from configs.common.train import ppl_evaluation, train
 
 from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
 
@@ -37,8 +36,5 @@ train.update(
         checkpointer=dict(period=1000, max_to_keep=1),
     )
 )
-train.evaluation.evaluator = LazyCall(PPLEvaluator)()
-train.evaluation.eval_period = 200
-train.evaluation.eval_metric = "PPL"
-train.evaluation.eval_mode = "min"
+train.evaluation.update(ppl_evaluation(200))
 train.dist.pipeline_num_layers = encoder_cfg["hidden_layers"]

@@ -11,21 +11,16 @@ transform alike, and ``layer_norm_eps`` every LayerNorm.
 from typing import Any, Dict, List, Mapping
 
 from libai.models.pretrained.families.common import (
-    activation_from_hf, activation_to_hf, dropout_p, linear, norm, require,
+    activation_from_hf, activation_to_hf, dropout_p, encoder_mlp, linear, norm, num_labels, qkv,
+    require, set_labels,
 )
-from libai.models.pretrained.mapping import FamilyMapping, Rule, Target, fused_qkv, register, same
+from libai.models.pretrained.mapping import FamilyMapping, Rule, Target, register, same
 
 __all__ = ["BertMapping"]
 
 
-def _num_labels(cfg: Mapping[str, Any]) -> int:
-    if cfg.get("id2label"):
-        return len(cfg["id2label"])
-    return int(cfg.get("num_labels", 2))
-
-
 def _classifier_args(cfg: Mapping[str, Any]) -> Dict[str, Any]:
-    return dict(num_labels=_num_labels(cfg), classifier_dropout=cfg.get("classifier_dropout"))
+    return dict(num_labels=num_labels(cfg), classifier_dropout=cfg.get("classifier_dropout"))
 
 
 _ARCHITECTURES = {"BertModel": "BertModel", "BertForPreTraining": "BertForPreTraining",
@@ -76,16 +71,12 @@ class BertMapping(FamilyMapping):
         ]
         for i in range(cfg["num_hidden_layers"]):
             ours, theirs = f"{p}encoder.layers.{i}", f"{hf}encoder.layer.{i}"
-            qkv = [f"{theirs}.attention.self.{n}" for n in ("query", "key", "value")]
             rules += [
-                fused_qkv(f"{ours}.self_attention.query_key_value.weight",
-                          [f"{n}.weight" for n in qkv], heads),
-                fused_qkv(f"{ours}.self_attention.query_key_value.bias",
-                          [f"{n}.bias" for n in qkv], heads),
+                *qkv(f"{ours}.self_attention.query_key_value",
+                     [f"{theirs}.attention.self.{n}" for n in ("query", "key", "value")], heads),
                 *linear(f"{ours}.self_attention.dense", f"{theirs}.attention.output.dense"),
                 *norm(f"{ours}.post_attention_layernorm", f"{theirs}.attention.output.LayerNorm"),
-                *linear(f"{ours}.mlp.dense_h_to_4h", f"{theirs}.intermediate.dense"),
-                *linear(f"{ours}.mlp.dense_4h_to_h", f"{theirs}.output.dense"),
+                *encoder_mlp(ours, theirs),
                 *norm(f"{ours}.output_layernorm", f"{theirs}.output.LayerNorm"),
             ]
         if pooler:
@@ -111,7 +102,7 @@ class BertMapping(FamilyMapping):
                 "cls.predictions.decoder.bias": "cls.predictions.bias"}
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
-        core = getattr(model, "bert", model)
+        core = self.base_model(model)
         layers = core.encoder.layers
         first = layers[0]
         if first.pre_norm:
@@ -140,9 +131,5 @@ class BertMapping(FamilyMapping):
             position_embedding_type="absolute", tie_word_embeddings=True,
         )
         if target == "BertForClassification":
-            labels = int(model.classifier.weight.shape[0])
-            if len(cfg.get("id2label") or {}) != labels:
-                cfg["id2label"] = {str(i): f"LABEL_{i}" for i in range(labels)}
-                cfg["label2id"] = {f"LABEL_{i}": i for i in range(labels)}
-            cfg["num_labels"] = labels
+            set_labels(cfg, int(model.classifier.weight.shape[0]))
         return cfg

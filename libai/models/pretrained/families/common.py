@@ -3,7 +3,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from libai.models.pretrained.mapping import Rule, fused_heads, same, split_fused_heads
+from libai.models.pretrained.mapping import Rule, fused_heads, fused_qkv, same, split_fused_heads
 
 __all__ = [
     "HF_TO_LIBAI_ACTIVATION",
@@ -11,9 +11,13 @@ __all__ = [
     "activation_to_hf",
     "concat_qkv",
     "dropout_p",
+    "encoder_mlp",
     "linear",
     "norm",
+    "num_labels",
+    "qkv",
     "require",
+    "set_labels",
 ]
 
 # Hugging Face ACT2FN name -> libai activation name (same function)
@@ -69,6 +73,35 @@ def norm(ours: str, theirs: str, weight: str = "weight", bias: Optional[str] = "
     if bias:
         rules.append(same(f"{ours}.bias", f"{theirs}.{bias}"))
     return rules
+
+
+def qkv(ours: str, theirs: Sequence[str], num_heads: int, bias: bool = True) -> List[Rule]:
+    """Separate HF q/k/v projections (``theirs``, module names) -> libai's fused ``ours``
+    (``.weight``, and ``.bias`` when ``bias``)."""
+    params = ("weight", "bias") if bias else ("weight",)
+    return [fused_qkv(f"{ours}.{p}", [f"{n}.{p}" for n in theirs], num_heads) for p in params]
+
+
+def encoder_mlp(ours: str, theirs: str) -> List[Rule]:
+    """The MLP of a BERT-style HF layer (``intermediate.dense``, ``output.dense``) -> libai's
+    ``mlp.dense_h_to_4h`` / ``mlp.dense_4h_to_h`` under the block ``ours``."""
+    return [*linear(f"{ours}.mlp.dense_h_to_4h", f"{theirs}.intermediate.dense"),
+            *linear(f"{ours}.mlp.dense_4h_to_h", f"{theirs}.output.dense")]
+
+
+def num_labels(cfg: Mapping[str, Any]) -> int:
+    """A classifier's class count: ``id2label``'s length, else ``num_labels`` (HF's default 2)."""
+    if cfg.get("id2label"):
+        return len(cfg["id2label"])
+    return int(cfg.get("num_labels", 2))
+
+
+def set_labels(cfg: Dict[str, Any], count: int) -> None:
+    """Give an exported ``config.json`` ``count`` labels, keeping its names when they fit."""
+    if len(cfg.get("id2label") or {}) != count:
+        cfg["id2label"] = {str(i): f"LABEL_{i}" for i in range(count)}
+        cfg["label2id"] = {f"LABEL_{i}": i for i in range(count)}
+    cfg["num_labels"] = count
 
 
 def concat_qkv(ours: str, theirs: str, num_heads: int, transpose: bool) -> Rule:

@@ -16,10 +16,6 @@ from libai.models.pretrained.mapping import FamilyMapping, Rule, Target, registe
 __all__ = ["GPT2Mapping"]
 
 
-def _core(model: Any) -> Any:
-    return getattr(model, "GPT_model", model)
-
-
 @register
 class GPT2Mapping(FamilyMapping):
     model_types = ("gpt2",)
@@ -81,7 +77,7 @@ class GPT2Mapping(FamilyMapping):
         return {"lm_head.weight": "transformer.wte.weight"}
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
-        core = _core(model)
+        core = self.base_model(model)
         words = core.embeddings.word_embeddings.weight
         layers = core.transformer.layers
         first = layers[0]

@@ -35,10 +35,6 @@ def _attention_rules(ours: str, hf: str, kv_heads: int) -> List[Rule]:
     ]
 
 
-def _core(model: Any) -> Any:
-    return getattr(model, "model", model)
-
-
 @register
 class LlamaMapping(FamilyMapping):
     model_types = ("llama",)
@@ -108,7 +104,7 @@ class LlamaMapping(FamilyMapping):
         return {}
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
-        ours = _core(model).config
+        ours = self.base_model(model).config
         hidden, heads = ours["hidden_size"], ours["num_attention_heads"]
         cfg = dict(base)
         cfg.pop("rope_scaling", None)

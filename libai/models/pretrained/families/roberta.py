@@ -75,7 +75,7 @@ class RobertaMapping(BertMapping):
                 "lm_head.decoder.bias": "lm_head.bias"}
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
-        core = getattr(model, "roberta", model)
+        core = self.base_model(model)
         cfg = super().hf_config(core, "BertModel", base)
         cfg.update(
             model_type="roberta", architectures=[_ARCHITECTURES[target]],

@@ -10,9 +10,9 @@ and ``layernorm_after`` to the MLP output (res-post-norm): libai's ``norm1`` / `
 """
 from typing import Any, Dict, List, Mapping
 
-from libai.models.pretrained.families.common import linear, norm
+from libai.models.pretrained.families.common import linear, qkv
 from libai.models.pretrained.families.vision import SwinMapping
-from libai.models.pretrained.mapping import Rule, Target, fused_qkv, register, same
+from libai.models.pretrained.mapping import Rule, Target, register, same
 
 __all__ = ["SwinV2Mapping"]
 
@@ -32,40 +32,20 @@ class SwinV2Mapping(SwinMapping):
         args["pretrained_window_sizes"] = (sizes + [0] * stages)[:max(stages, len(sizes))]
         return args
 
-    def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
-        e = "swinv2.embeddings"
+    def attention_rules(self, cfg: Mapping[str, Any], ours: str, theirs: str,
+                        heads: int) -> List[Rule]:
+        """V2's attention: scaled cosine attention's ``logit_scale``, the continuous position
+        bias MLP, q/k/v fused without bias, and separate q and v biases."""
         rules = [
-            *linear("patch_embed.proj", f"{e}.patch_embeddings.projection"),
-            *norm("patch_embed.norm", f"{e}.norm"),
-            *norm("norm", "swinv2.layernorm"),
-            *linear("head", "classifier"),
+            *qkv(f"{ours}.qkv", [f"{theirs}.{n}" for n in ("query", "key", "value")], heads,
+                 bias=False),
+            same(f"{ours}.logit_scale", f"{theirs}.logit_scale"),
+            *linear(f"{ours}.cpb_mlp.0", f"{theirs}.continuous_position_bias_mlp.0"),
+            same(f"{ours}.cpb_mlp.2.weight", f"{theirs}.continuous_position_bias_mlp.2.weight"),
         ]
-        depths = list(cfg["depths"])
-        qkv_bias = cfg.get("qkv_bias", True)
-        for s, (depth, heads) in enumerate(zip(depths, cfg["num_heads"])):
-            for j in range(depth):
-                ours, theirs = f"layers.{s}.blocks.{j}", f"swinv2.encoder.layers.{s}.blocks.{j}"
-                att = f"{theirs}.attention.self"
-                qkv = [f"{att}.{n}.weight" for n in ("query", "key", "value")]
-                rules += [
-                    *norm(f"{ours}.norm1", f"{theirs}.layernorm_before"),
-                    *norm(f"{ours}.norm2", f"{theirs}.layernorm_after"),
-                    fused_qkv(f"{ours}.attn.qkv.weight", qkv, heads),
-                    same(f"{ours}.attn.logit_scale", f"{att}.logit_scale"),
-                    *linear(f"{ours}.attn.cpb_mlp.0", f"{att}.continuous_position_bias_mlp.0"),
-                    same(f"{ours}.attn.cpb_mlp.2.weight",
-                         f"{att}.continuous_position_bias_mlp.2.weight"),
-                    *linear(f"{ours}.attn.proj", f"{theirs}.attention.output.dense"),
-                    *linear(f"{ours}.mlp.dense_h_to_4h", f"{theirs}.intermediate.dense"),
-                    *linear(f"{ours}.mlp.dense_4h_to_h", f"{theirs}.output.dense"),
-                ]
-                if qkv_bias:
-                    rules += [same(f"{ours}.attn.q_bias", f"{att}.query.bias"),
-                              same(f"{ours}.attn.v_bias", f"{att}.value.bias")]
-            if s < len(depths) - 1:
-                d, t = f"layers.{s}.downsample", f"swinv2.encoder.layers.{s}.downsample"
-                rules += [*norm(f"{d}.norm", f"{t}.norm"),
-                          same(f"{d}.reduction.weight", f"{t}.reduction.weight")]
+        if cfg.get("qkv_bias", True):
+            rules += [same(f"{ours}.q_bias", f"{theirs}.query.bias"),
+                      same(f"{ours}.v_bias", f"{theirs}.value.bias")]
         return rules
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:

@@ -70,10 +70,6 @@ def _mlp(ours: str, hf: str, gated: bool) -> List[Rule]:
     return inner + [same(f"{ours}.dense_4h_to_h.weight", f"{hf}.wo.weight")]
 
 
-def _core(model: Any) -> Any:
-    return getattr(model, "t5_model", model)
-
-
 @register
 class T5Mapping(FamilyMapping):
     model_types = ("t5", "mt5")
@@ -149,7 +145,7 @@ class T5Mapping(FamilyMapping):
         return copies
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
-        core = _core(model)
+        core = self.base_model(model)
         _check_exportable(core)
         enc, dec = core.encoder.layers, core.decoder.layers
         attn, mlp = enc[0].self_attention, enc[0].mlp

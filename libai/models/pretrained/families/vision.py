@@ -11,21 +11,12 @@ embedding, and average pooling after the final norm.
 from typing import Any, Dict, List, Mapping
 
 from libai.models.pretrained.families.common import (
-    activation_from_hf, activation_to_hf, dropout_p, linear, norm, require,
+    activation_from_hf, activation_to_hf, dropout_p, encoder_mlp, linear, norm, num_labels, qkv,
+    require, set_labels,
 )
-from libai.models.pretrained.mapping import FamilyMapping, Rule, Target, fused_qkv, register, same
+from libai.models.pretrained.mapping import FamilyMapping, Rule, Target, register, same
 
 __all__ = ["ViTMapping", "SwinMapping"]
-
-
-def _num_labels(cfg: Mapping[str, Any]) -> int:
-    return len(cfg["id2label"]) if cfg.get("id2label") else int(cfg.get("num_labels", 2))
-
-
-def _labels(cfg: Dict[str, Any], count: int) -> None:
-    if len(cfg.get("id2label") or {}) != count:
-        cfg["id2label"] = {str(i): f"LABEL_{i}" for i in range(count)}
-        cfg["label2id"] = {f"LABEL_{i}": i for i in range(count)}
 
 
 @register
@@ -48,7 +39,7 @@ class ViTMapping(FamilyMapping):
             mlp_ratio=cfg["intermediate_size"] / hidden,
             drop_rate=cfg.get("hidden_dropout_prob", 0.0),
             attn_drop_rate=cfg.get("attention_probs_dropout_prob", 0.0),
-            num_classes=_num_labels(cfg), layernorm_epsilon=cfg.get("layer_norm_eps", 1e-12),
+            num_classes=num_labels(cfg), layernorm_epsilon=cfg.get("layer_norm_eps", 1e-12),
             activation=activation_from_hf(cfg.get("hidden_act", "gelu"), "hidden_act"),
         )
 
@@ -64,17 +55,14 @@ class ViTMapping(FamilyMapping):
         ]
         for i in range(cfg["num_hidden_layers"]):
             ours, theirs = f"blocks.{i}", f"vit.encoder.layer.{i}"
-            qkv = [f"{theirs}.attention.attention.{n}" for n in ("query", "key", "value")]
             rules += [
                 *norm(f"{ours}.input_layernorm", f"{theirs}.layernorm_before"),
                 *norm(f"{ours}.post_attention_layernorm", f"{theirs}.layernorm_after"),
-                fused_qkv(f"{ours}.self_attention.query_key_value.weight",
-                          [f"{n}.weight" for n in qkv], heads),
-                fused_qkv(f"{ours}.self_attention.query_key_value.bias",
-                          [f"{n}.bias" for n in qkv], heads),
+                *qkv(f"{ours}.self_attention.query_key_value",
+                     [f"{theirs}.attention.attention.{n}" for n in ("query", "key", "value")],
+                     heads),
                 *linear(f"{ours}.self_attention.dense", f"{theirs}.attention.output.dense"),
-                *linear(f"{ours}.mlp.dense_h_to_4h", f"{theirs}.intermediate.dense"),
-                *linear(f"{ours}.mlp.dense_4h_to_h", f"{theirs}.output.dense"),
+                *encoder_mlp(ours, theirs),
             ]
         return rules
 
@@ -95,9 +83,8 @@ class ViTMapping(FamilyMapping):
             hidden_act=activation_to_hf(first.mlp.activation_func.name),
             hidden_dropout_prob=dropout_p(first.self_attention.output_dropout),
             attention_probs_dropout_prob=dropout_p(first.self_attention.attention_dropout),
-            num_labels=classes,
         )
-        _labels(cfg, classes)
+        set_labels(cfg, classes)
         return cfg
 
 
@@ -117,7 +104,7 @@ class SwinMapping(FamilyMapping):
     def model_args(self, cfg: Mapping[str, Any], target: str) -> Dict[str, Any]:
         return dict(
             img_size=cfg["image_size"], patch_size=cfg["patch_size"],
-            in_chans=cfg.get("num_channels", 3), num_classes=_num_labels(cfg),
+            in_chans=cfg.get("num_channels", 3), num_classes=num_labels(cfg),
             embed_dim=cfg["embed_dim"], depths=list(cfg["depths"]),
             num_heads=list(cfg["num_heads"]), window_size=cfg["window_size"],
             mlp_ratio=cfg.get("mlp_ratio", 4.0), qkv_bias=cfg.get("qkv_bias", True),
@@ -127,34 +114,40 @@ class SwinMapping(FamilyMapping):
         )
 
     def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
-        e = "swin.embeddings"
+        """Stem, head and patch merging shared by V1 and V2; each block's own tensors come
+        from :meth:`attention_rules` (the part the two versions do not share)."""
+        hf = self.hf_prefix  # "swin." or "swinv2."
+        e = f"{hf}embeddings"
         rules = [
             *linear("patch_embed.proj", f"{e}.patch_embeddings.projection"),
             *norm("patch_embed.norm", f"{e}.norm"),
-            *norm("norm", "swin.layernorm"),
+            *norm("norm", f"{hf}layernorm"),
             *linear("head", "classifier"),
         ]
         depths = list(cfg["depths"])
         for s, (depth, heads) in enumerate(zip(depths, cfg["num_heads"])):
             for j in range(depth):
-                ours, theirs = f"layers.{s}.blocks.{j}", f"swin.encoder.layers.{s}.blocks.{j}"
-                qkv = [f"{theirs}.attention.self.{n}" for n in ("query", "key", "value")]
+                ours, theirs = f"layers.{s}.blocks.{j}", f"{hf}encoder.layers.{s}.blocks.{j}"
                 rules += [
                     *norm(f"{ours}.norm1", f"{theirs}.layernorm_before"),
                     *norm(f"{ours}.norm2", f"{theirs}.layernorm_after"),
-                    same(f"{ours}.attn.relative_position_bias_table",
-                         f"{theirs}.attention.self.relative_position_bias_table"),
-                    fused_qkv(f"{ours}.attn.qkv.weight", [f"{n}.weight" for n in qkv], heads),
-                    fused_qkv(f"{ours}.attn.qkv.bias", [f"{n}.bias" for n in qkv], heads),
+                    *self.attention_rules(cfg, f"{ours}.attn", f"{theirs}.attention.self", heads),
                     *linear(f"{ours}.attn.proj", f"{theirs}.attention.output.dense"),
-                    *linear(f"{ours}.mlp.dense_h_to_4h", f"{theirs}.intermediate.dense"),
-                    *linear(f"{ours}.mlp.dense_4h_to_h", f"{theirs}.output.dense"),
+                    *encoder_mlp(ours, theirs),
                 ]
             if s < len(depths) - 1:
-                d, t = f"layers.{s}.downsample", f"swin.encoder.layers.{s}.downsample"
+                d, t = f"layers.{s}.downsample", f"{hf}encoder.layers.{s}.downsample"
                 rules += [*norm(f"{d}.norm", f"{t}.norm"),
                           same(f"{d}.reduction.weight", f"{t}.reduction.weight")]
         return rules
+
+    def attention_rules(self, cfg: Mapping[str, Any], ours: str, theirs: str,
+                        heads: int) -> List[Rule]:
+        """V1's window attention: a relative position bias table and biased fused q/k/v."""
+        return [
+            same(f"{ours}.relative_position_bias_table", f"{theirs}.relative_position_bias_table"),
+            *qkv(f"{ours}.qkv", [f"{theirs}.{n}" for n in ("query", "key", "value")], heads),
+        ]
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         pe = model.patch_embed
@@ -174,9 +167,9 @@ class SwinMapping(FamilyMapping):
             mlp_ratio=float(first.mlp.dense_h_to_4h.out_features) / embed,
             qkv_bias=first.attn.qkv.bias is not None, layer_norm_eps=float(model.norm.eps),
             hidden_act="gelu", use_absolute_embeddings=False,
-            hidden_size=int(model.num_features), num_labels=classes,
+            hidden_size=int(model.num_features),
             hidden_dropout_prob=dropout_p(first.attn.proj_drop),
             attention_probs_dropout_prob=dropout_p(first.attn.attn_drop),
         )
-        _labels(cfg, classes)
+        set_labels(cfg, classes)
         return cfg
