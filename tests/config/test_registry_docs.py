@@ -1,22 +1,17 @@
 """docs/registry_configs.md: its LossKeyCompose example computes what its comment says, and its
 YAML config loads and builds (model, dataset, a sample through the pipeline)."""
-import os
-import re
-
 import numpy as np
 
 import oneflow as flow
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOC = os.path.join(REPO, "docs", "registry_configs.md")
+from tests.doc_pages import REPO_ROOT as REPO
+from tests.doc_pages import only_block
+
+PAGE = "registry_configs.md"
 
 
 def _block(lang, containing):
-    with open(DOC, encoding="utf-8") as f:
-        text = f.read()
-    blocks = [b for b in re.findall(rf"```{lang}\n(.*?)```", text, re.S) if containing in b]
-    assert len(blocks) == 1, f"the page lost its {lang} example containing {containing!r}"
-    return blocks[0]
+    return only_block(PAGE, lang, containing)
 
 
 def test_loss_key_compose_example():

@@ -1,20 +1,17 @@
 """docs/augmentation.md: its Python examples run as written and print what the page says."""
 
-import os
 import re
 import subprocess
 import sys
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOC = os.path.join(REPO, "docs", "augmentation.md")
-FENCE = re.compile(r"```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
+from tests.doc_pages import REPO_ROOT as REPO
+from tests.doc_pages import bodies
 
 
 def _blocks(lang):
-    with open(DOC, encoding="utf-8") as f:
-        return [m.group("body") for m in FENCE.finditer(f.read()) if m.group("lang") == lang]
+    return bodies("augmentation.md", lang)
 
 
 def test_python_examples_print_what_the_page_says():

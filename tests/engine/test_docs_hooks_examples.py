@@ -6,15 +6,11 @@ first example is output the page promises: each of its lines must be printed. Ch
 page does not show are appended to the script (the gradient norm against an independent NumPy
 computation, the hook order against the page's table).
 """
-import os
 import re
-import sys
 
-from libai.utils.testing import run_retrying_segfaults
+from tests.doc_pages import assert_printed_in_order, page_text, run_examples_script, script_and_promises
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DOC = os.path.join(REPO_ROOT, "docs", "hooks_and_trainers.md")
-FENCE = re.compile(r"(?P<skip><!-- not run[^>]*-->\n)?```(?P<lang>\w*)\n(?P<body>.*?)```", re.S)
+PAGE = "hooks_and_trainers.md"
 
 CHECKS = '''
 # ---- checks appended by tests/engine/test_docs_hooks_examples.py ----
@@ -53,38 +49,20 @@ print("CHECKS PASSED")
 '''
 
 
-def _blocks():
-    with open(DOC, encoding="utf-8") as f:
-        text = f.read()
-    return text, [(bool(m.group("skip")), m.group("lang"), m.group("body")) for m in FENCE.finditer(text)]
-
-
 def _table_order(text):
     section = text.split("## The default hooks, in order", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `(\w+)` \|", section, re.M)
 
 
 def test_hooks_page_examples_run_and_print_what_the_page_shows(tmp_path):
-    text, blocks = _blocks()
-    code, expected, seen_code = [], [], False
-    for skip, lang, body in blocks:
-        if lang == "python" and not skip:
-            code.append(body)
-            seen_code = True
-        elif lang == "text" and seen_code:
-            expected.extend(line for line in body.splitlines() if line.strip())
+    code, expected = script_and_promises(PAGE)
     assert len(code) >= 7 and len(expected) >= 8, "the page lost its examples"
     script = tmp_path / "hooks_examples.py"
     script.write_text("\n".join(code) + CHECKS)
-    proc = run_retrying_segfaults([sys.executable, str(script)], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    proc = run_examples_script(script)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     out = proc.stdout
     assert "CHECKS PASSED" in out
-    position = 0
-    for line in expected:  # in the page's order
-        found = out.find(line, position)
-        assert found >= 0, f"the page promises {line!r}, but the examples printed:\n{out[-4000:]}"
-        position = found + len(line)
+    assert_printed_in_order(out, expected, PAGE)
     order = re.search(r"ORDER WITH EARLY STOPPING: (\[.*\])", out).group(1)
-    assert order == str(_table_order(text)), "the table of default hooks no longer matches build_hooks()"
+    assert order == str(_table_order(page_text(PAGE))), "the table of default hooks no longer matches build_hooks()"

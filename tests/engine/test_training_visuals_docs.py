@@ -1,22 +1,17 @@
 """docs/training_visuals.md shows what the code does: the summary table of the toy model, the
 settings (every key a real default), the error for an unknown weight, the fallback note."""
-import os
-import re
-
 import pytest
 
 from libai.config import get_config
 from libai.engine.default_trainer import DefaultTrainer
 from libai.utils.model_graph import render_module_graph
 
+from tests.doc_pages import bodies
 from toy import ToyModel, toy_cfg
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PAGE = open(os.path.join(REPO_ROOT, "docs", "training_visuals.md"), encoding="utf-8").read()
 
 
 def _blocks(lang):
-    return re.findall(rf"```{lang}\n(.*?)```", PAGE, re.S)
+    return bodies("training_visuals.md", lang)
 
 
 def test_the_summary_table_is_what_a_toy_run_writes(tmp_path):

@@ -1,17 +1,15 @@
 """The Python examples of docs/parallel_layers.md run as written (in one process)."""
-import os
-import re
 import sys
 
 import pytest
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                   "docs", "parallel_layers.md")
+from tests.doc_pages import bodies, doc_path
+
+DOC = doc_path("parallel_layers.md")
 
 
 def _python_blocks():
-    with open(DOC) as f:
-        return re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+    return bodies("parallel_layers.md", "python")
 
 
 def test_doc_has_examples():

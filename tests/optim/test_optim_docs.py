@@ -1,13 +1,11 @@
 """The worked examples of docs/optim_and_schedulers.md run and print what the page says."""
-import os
-import re
+from tests.doc_pages import bodies, doc_path
 
-DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "optim_and_schedulers.md")
+DOC = doc_path("optim_and_schedulers.md")
 
 
 def _python_blocks():
-    with open(DOC) as f:
-        return re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    return bodies("optim_and_schedulers.md", "python")
 
 
 def test_examples_run_and_print_the_documented_values(capsys):
