@@ -1,4 +1,4 @@
-"""The four loader builders that configs call: image/NLP × train/test.
+"""The five loader builders that configs call: image/NLP × train/test, and the NLP train/valid/test trio.
 
 Each builder takes one dataset or a list (combined by ``dataset_mixer``), picks a data-parallel
 aware batch sampler (:class:`~libai.data.samplers.CyclicSampler` for training,

@@ -1,5 +1,6 @@
-"""Models built from :mod:`libai.layers`: BERT, GPT-2 and T5 share one transformer
-(:mod:`libai.models.transformer`); each owns its loss and returns a dict."""
+"""Models built from :mod:`libai.layers`. BERT, RoBERTa, GPT-2, T5 and Llama configure one
+language-model skeleton (embeddings and blocks in :mod:`libai.models.transformer`, heads and task
+outputs in :mod:`libai.models.language_model`); every model owns its loss and returns a dict."""
 from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel

@@ -103,6 +103,21 @@ def _name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__qualname__", str(target))
 
 
+def _quotient(total: int, divisor: int, key: str, message: str) -> Tuple[Optional[int], List[Problem]]:
+    """``total // divisor`` when it divides (a size left unset is filled in this way), else the
+    problem ``message`` on ``key``."""
+    if total % divisor:
+        return None, [Problem(key, message)]
+    return total // divisor, []
+
+
+def _if_equal(value: Any, product: int, expected: int, key: str, message: str) -> Tuple[Any, List[Problem]]:
+    """``value`` when the sizes multiply to ``expected``, else the problem ``message`` on ``key``."""
+    if product != expected:
+        return None, [Problem(key, message)]
+    return value, []
+
+
 def resolve_dp(dist: Any, world_size: int) -> Tuple[Optional[int], List[Problem]]:
     """The data-parallel size the launch gives, or the problems that prevent one."""
     problems = []
@@ -115,20 +130,16 @@ def resolve_dp(dist: Any, world_size: int) -> Tuple[Optional[int], List[Problem]
     if problems:
         return None, problems
     if dp is None:
-        if world_size % (tp * pp):
-            return None, [Problem("train.dist", (
-                f"world size {world_size} is not divisible by tensor_parallel_size ({tp}) × "
-                f"pipeline_parallel_size ({pp}) = {tp * pp}; launch a multiple of {tp * pp} devices "
-                "or change the sizes"))]
-        return world_size // (tp * pp), []
+        return _quotient(world_size, tp * pp, "train.dist", (
+            f"world size {world_size} is not divisible by tensor_parallel_size ({tp}) × "
+            f"pipeline_parallel_size ({pp}) = {tp * pp}; launch a multiple of {tp * pp} devices "
+            "or change the sizes"))
     dp = int(dp)
-    if dp * tp * pp != world_size:
-        return None, [Problem("train.dist", (
-            f"data_parallel_size ({dp}) × tensor_parallel_size ({tp}) × pipeline_parallel_size "
-            f"({pp}) = {dp * tp * pp}, but the launch has {world_size} device(s); launch "
-            f"{dp * tp * pp} (--world-size or --nodes × --devices-per-node) or set "
-            f"train.dist.data_parallel_size=None to fill the world"))]
-    return dp, []
+    return _if_equal(dp, dp * tp * pp, world_size, "train.dist", (
+        f"data_parallel_size ({dp}) × tensor_parallel_size ({tp}) × pipeline_parallel_size "
+        f"({pp}) = {dp * tp * pp}, but the launch has {world_size} device(s); launch "
+        f"{dp * tp * pp} (--world-size or --nodes × --devices-per-node) or set "
+        f"train.dist.data_parallel_size=None to fill the world"))
 
 
 def check_world(world_size: int, nodes: Optional[int], per_node: Optional[int]) -> List[Problem]:
@@ -153,20 +164,17 @@ def check_batch(train: Any, dp: int) -> Tuple[Optional[Tuple[int, int, int]], Li
         return (micro, acc, micro * acc * dp), []
     glob = int(glob)
     if acc is None:
-        if glob % (micro * dp):
-            return None, [Problem("train.global_batch_size", (
-                f"{glob} is not a multiple of train_micro_batch_size ({micro}) × "
-                f"data_parallel_size ({dp}) = {micro * dp}; choose a global batch that is, or "
-                "set num_accumulation_steps"))]
-        return (micro, glob // (micro * dp), glob), []
+        acc, problems = _quotient(glob, micro * dp, "train.global_batch_size", (
+            f"{glob} is not a multiple of train_micro_batch_size ({micro}) × "
+            f"data_parallel_size ({dp}) = {micro * dp}; choose a global batch that is, or "
+            "set num_accumulation_steps"))
+        return (None if acc is None else (micro, acc, glob)), problems
     acc = int(acc)
-    if micro * acc * dp != glob:
-        return None, [Problem("train.global_batch_size", (
-            f"inconsistent batch sizes: global_batch_size ({glob}) must equal "
-            f"train_micro_batch_size ({micro}) × num_accumulation_steps ({acc}) × "
-            f"data_parallel_size ({dp}) = {micro * acc * dp}; set two of them and leave the "
-            "third None"))]
-    return (micro, acc, glob), []
+    return _if_equal((micro, acc, glob), micro * acc * dp, glob, "train.global_batch_size", (
+        f"inconsistent batch sizes: global_batch_size ({glob}) must equal "
+        f"train_micro_batch_size ({micro}) × num_accumulation_steps ({acc}) × "
+        f"data_parallel_size ({dp}) = {micro * acc * dp}; set two of them and leave the "
+        "third None"))
 
 
 _METRIC_OF = {"PPLEvaluator": ["PPL"], "BLEUEvaluator": ["bleu", "BLEU"]}

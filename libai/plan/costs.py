@@ -15,8 +15,12 @@ Activations are the tensors OneFlow's autograd keeps for the backward pass of li
 - each norm: its input (the composite norm of non-CUDA devices also ``x - mean``); embeddings:
   the int64 ids and the dropout mask;
 - the LM head: its input, the logits (compute dtype) and the fp32 softmax the cross entropy
-  keeps (under tensor parallelism two more fp32 copies of the local logits, measured), and
-  during backward one fp32 gradient of the logits (a transient);
+  keeps, and during backward one fp32 gradient of the logits (a transient). Under tensor
+  parallelism the cross entropy over the split vocabulary runs as separate max / subtract /
+  exp / sum / divide steps with all-reduces between them, and holds three more fp32 copies
+  of the local logits in the forward and one more in the backward (measured on OneFlow 0.9,
+  GPT-2 tiny at TP=2: the loss grows the footprint by 4 × and its backward by 2 × the local
+  logits' bytes, against 2 × and 0 × at TP=1, where the backward reuses the forward's);
 - any other libai ``Linear``: its input;
 - while a layer runs backward, two gradients of its widest intermediate live at once (the
   attention scores, or the MLP's inner activations): a workspace counted once, not per layer.
@@ -88,6 +92,7 @@ class LayerCost:
     flops_head: float = 0.0  # forward FLOPs per token of the LM head (never recomputed), split
     flops_score: float = 0.0  # forward FLOPs per token and key (attention), split
     logits_transient: float = 0.0  # fp32 elements per token of the logits' gradient, split
+    logits_transient_tp: float = 0.0  # more of them when tensor parallel (split vocabulary)
     tp_allreduce_e: float = 0.0  # elements per token all-reduced over tensor parallelism (fwd)
     work_score: float = 0.0  # backward workspace: heads of the widest attention (2 score grads)
     work_split: float = 0.0  # backward workspace: inner size of the widest MLP (2 grads)
@@ -185,11 +190,12 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
         c.tp_allreduce_e += d["hidden"]
     elif m.kind == "logits":  # a head that is a Linear counts its input and FLOPs as one
         linear = bool(d.get("head_linear"))
-        # vocabulary-parallel cross entropy (measured, OneFlow 0.9) keeps two more fp32 copies
-        # of the local logits
+        # the vocabulary-parallel cross entropy (measured, OneFlow 0.9) holds three more fp32
+        # copies of the local logits in the forward and one more in the backward
         act.add(Activation(rep_e=0 if linear else d["hidden"], split_e=d["vocab"], split_4=d["vocab"],
-                           split_4_tp=2 * d["vocab"]))
+                           split_4_tp=3 * d["vocab"]))
         c.logits_transient += d["vocab"]
+        c.logits_transient_tp += d["vocab"]
         c.flops_head += 0 if linear else 2 * d["vocab"] * d["hidden"]
     elif m.kind == "linear":
         flops = 2 * d["inp"] * d["out"]

@@ -8,7 +8,8 @@ plan is computed per stage. Rules, per rank of stage ``s``:
 - optimizer state: slots × trainable bytes (ZeRO-1 and up: / DP);
 - activations: one micro-batch's (``libai.plan.costs``) × the micro-batches in flight; with
   activation checkpointing a block keeps only its input, plus one block recomputed at a time;
-- transient: the fp32 gradient of the logits on the stage of the LM head, and the larger of the
+- transient: the fp32 gradient of the logits on the stage of the LM head (two of them under
+  tensor parallelism, see ``libai.plan.costs``), and the larger of the
   backward workspace of one layer and (with checkpointing) one recomputed block;
 - AMP: a 2-byte copy of every local parameter (the casts the matmuls read);
 - communication: the gradient all-reduce fusion buffer (twice) under DP, the send/receive
@@ -86,7 +87,8 @@ def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_b
         recompute = 0.0
     in_flight = run.in_flight(stage)
     workspace = max([c.workspace(b, s, e, tp) for c in layers] + [0.0])
-    transient = sum(4.0 * b * s * c.logits_transient / tp for c in layers) + max(recompute, workspace)
+    logits_grads = sum(c.logits_transient + (c.logits_transient_tp if tp > 1 else 0.0) for c in layers)
+    transient = 4.0 * b * s * logits_grads / tp + max(recompute, workspace)
     comm = 2 * run.fusion_buffer_bytes if dp > 1 else 0.0
     if run.pp > 1:
         hidden = max([c.block_hidden // max(c.num_blocks, 1) for c in costs] + [0])

@@ -98,6 +98,11 @@ def test_a_graph_is_given_zero_exactly_when_it_applies():
         def enable_zero(self, enabled, stage):
             self.zero = (enabled, stage)
 
+        def allow_fuse_model_update_ops(self, mode):
+            pass
+
+        allow_fuse_add_to_output = allow_fuse_cast_scale = allow_fuse_model_update_ops
+
     optimizer = flow.optim.SGD(flow.nn.Linear(2, 2).parameters(), lr=0.1)
     for device, dp, expected in (("cuda", 2, (True, 2)), ("cpu", 2, None), ("cuda", 1, None)):
         graph = Recorder()
@@ -112,3 +117,65 @@ def test_a_model_parallel_cpu_graph_with_one_micro_batch_is_refused_with_the_fix
                         device_type="cpu", tensor_parallel_size=2, grad_acc_steps=1)
     assert check_supported(graph_enabled=True, amp=False, zero=False, zero_stage=1, data_parallel_size=1,
                            device_type="cpu", pipeline_parallel_size=2, grad_acc_steps=2) == []
+
+
+def test_a_graph_step_fuses_clipping_into_the_update_and_computes_the_same():
+    """configure_graph turns on OneFlow's update/add/cast fusions: the clipped AdamW step in a
+    graph then needs no separate per-parameter scaling op, and computes what the unfused graph
+    computes (and what Eager computes, to the rounding the two modes differ by anyway)."""
+
+    def build():
+        flow.manual_seed(1)
+        model = flow.nn.Sequential(flow.nn.Linear(6, 6), flow.nn.GELU(), flow.nn.Linear(6, 6))
+        opt = flow.optim.AdamW([{"params": list(model.parameters()), "clip_grad_max_norm": 0.05,
+                                 "clip_grad_norm_type": 2.0}], lr=0.1, weight_decay=0.01)
+        return model, opt
+
+    x = flow.randn(8, 6)
+
+    def loss_of(model, x):
+        return ((x + model(x)) ** 2).mean()  # a residual add for the add-to-output fusion
+
+    def graph_steps(fused):
+        model, opt = build()
+
+        class Step(flow.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                OptimizerStep(opt).configure_graph(self)
+                if not fused:
+                    self.config.allow_fuse_model_update_ops(False)
+                    self.config.allow_fuse_add_to_output(False)
+                    self.config.allow_fuse_cast_scale(False)
+
+            def build(self, x):
+                loss = loss_of(self.model, x)
+                loss.backward()
+                return loss
+
+        graph = Step()
+        for _ in range(3):
+            graph(x)
+        ops = [op.user_conf.op_type_name for op in graph._full_job_proto.net.op if op.HasField("user_conf")]
+        return [p.numpy() for p in model.parameters()], ops, graph
+
+    fused, fused_ops, graph = graph_steps(True)
+    plain, plain_ops, _ = graph_steps(False)
+    assert graph.config.proto.enable_fuse_model_update_ops
+    assert graph.config.proto.enable_fuse_add_to_output
+    assert graph.config.proto.enable_fuse_cast_scale
+    # the clip coefficient is folded into the update: no per-parameter scaling op is left
+    assert plain_ops.count("scalar_mul_by_tensor") == len(fused) > 0
+    assert "scalar_mul_by_tensor" not in fused_ops
+    assert fused_ops.count("adam_update") == len(fused)
+    for a, b in zip(plain, fused):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+    eager_model, eager_opt = build()
+    eager_step = OptimizerStep(eager_opt)
+    for _ in range(3):
+        eager_step.backward(loss_of(eager_model, x))
+        eager_step.step()
+    for a, b in zip(eager_model.parameters(), fused):
+        np.testing.assert_allclose(b, a.numpy(), atol=1e-5)

@@ -1,18 +1,16 @@
-"""Launched with 2 processes: the T5 / Llama-style layer options under TP=2 against the same
-layers built from the same seed in one process.
+"""The T5 / Llama-style layer options under TP=2 against the same layers built from the same
+seed in one process. parallel_layers_script.py runs these checks in its launch; alone:
 
-Usage: python -m oneflow.distributed.launch --nproc_per_node 2 llm_layers_script.py OUT.json
-Writes {check: {"out": rel err, "grads": {param: rel err}, "init": {...}, ...}} from rank 0.
+    python -m oneflow.distributed.launch --nproc_per_node 2 llm_layers_script.py OUT.json
+
+writes {check: {"out": rel err, "grads": {param: rel err}, "init": {...}, ...}} from rank 0.
 """
 import sys
 
 import libai  # noqa: F401  (must precede oneflow)
 import numpy as np
 
-from parallel_helpers import (
-    build_twice, compare_params, full, global_layout, like, loss_weights, place, rel_err,
-    sbp_names, write_results,
-)
+from parallel_helpers import build_twice, compare_params, global_layout, place, run_pair, write_results
 from libai.layers import RotaryEmbedding, TransformerLayer
 
 B, S, H, HEADS, D = 2, 5, 16, 4, 4
@@ -54,33 +52,30 @@ def t5_decoder_block():
 
 def run(layout, build, forward, seed):
     parallel, reference = build_twice(build, layout, seed)
-    out_p, out_r = forward(parallel, layout), forward(reference, None)
-    weights = loss_weights(out_r.shape, seed)
-    (out_p * like(weights, out_p)).sum().backward()
-    (out_r * like(weights, out_r)).sum().backward()
-    return {
-        "out": rel_err(full(out_p), out_r.numpy()),
-        "grads": compare_params(parallel, reference, grads=True),
-        "init": compare_params(parallel, reference, grads=False),
-        "min_grad_norm": min(float(np.linalg.norm(p.grad.numpy())) for p in reference.parameters()),
-        "out_sbp": sbp_names(out_p),
-        "kv_weight_local": list(parallel.self_attention.key_value.weight.to_local().shape)
-        if hasattr(parallel.self_attention, "key_value") else None,
-    }
+    result = run_pair(parallel, reference, forward, layout, seed)
+    result["init"] = compare_params(parallel, reference, grads=False)
+    attention = parallel.self_attention
+    result["kv_weight_local"] = (list(attention.key_value.weight.to_local().shape)
+                                 if hasattr(attention, "key_value") else None)
+    return result
+
+
+def tensor_parallel_checks(results):
+    """Adds ``tp2/llama_block`` and ``tp2/t5_decoder_block`` to ``results``."""
+    layout = global_layout(tensor_parallel_size=2)
+    results["tp2/llama_block"] = run(layout, llama_block, lambda m, l: m(inputs(l, X)), 0)
+    results["tp2/t5_decoder_block"] = run(
+        layout, t5_decoder_block,
+        lambda m, l: m(inputs(l, X), encoder_states=inputs(l, ENC),
+                       position_bias=whole(l, SELF_BIAS),
+                       encoder_decoder_position_bias=whole(l, CROSS_BIAS)),
+        1,
+    )
 
 
 def main(out_path):
-    layout = global_layout(tensor_parallel_size=2)
-    results = {
-        "tp2/llama_block": run(layout, llama_block, lambda m, l: m(inputs(l, X)), 0),
-        "tp2/t5_decoder_block": run(
-            layout, t5_decoder_block,
-            lambda m, l: m(inputs(l, X), encoder_states=inputs(l, ENC),
-                           position_bias=whole(l, SELF_BIAS),
-                           encoder_decoder_position_bias=whole(l, CROSS_BIAS)),
-            1,
-        ),
-    }
+    results = {}
+    tensor_parallel_checks(results)
     write_results(results, out_path)
 
 

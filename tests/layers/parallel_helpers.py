@@ -106,3 +106,22 @@ def write_results(results: Dict[str, Any], path: str) -> None:
 def loss_weights(shape: Iterable[int], seed: int) -> np.ndarray:
     """Fixed random weights: ``(output * w).sum()`` gives every output a distinct gradient."""
     return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+
+def run_pair(parallel: flow.nn.Module, reference: flow.nn.Module,
+             forward: Callable[[flow.nn.Module, Optional[ParallelLayout]], flow.Tensor],
+             layout: ParallelLayout, seed: int) -> Dict[str, Any]:
+    """Forward both modules (``forward(module, layout)``, ``layout=None`` for the reference),
+    backward a fixed weighted sum of the outputs, and compare outputs and gradients."""
+    out_p = forward(parallel, layout)
+    out_r = forward(reference, None)
+    weights = loss_weights(out_r.shape, seed)
+    (out_p * like(weights, out_p)).sum().backward()
+    (out_r * like(weights, out_r)).sum().backward()
+    return {
+        "out": rel_err(full(out_p), out_r.numpy()),
+        "grads": compare_params(parallel, reference, grads=True),
+        "min_grad_norm": min(float(np.linalg.norm(p.grad.numpy())) for p in reference.parameters()),
+        "out_sbp": sbp_names(out_p),
+        "out_ranks": placement_ranks(out_p),
+    }

@@ -1,5 +1,6 @@
 """Launched with 2 processes: every libai layer under TP=2 and a pipeline under PP=2,
-compared with the same layers built from the same seed under a one-process layout.
+compared with the same layers built from the same seed under a one-process layout; also the
+T5 / Llama-style layer options of llm_layers_script.py (one launch for all of them).
 
 Usage: python -m oneflow.distributed.launch --nproc_per_node 2 parallel_layers_script.py OUT.json
 Writes {check: {"out": rel err, "grads": {param: rel err}, ...facts...}} from rank 0.
@@ -11,9 +12,10 @@ import numpy as np
 import oneflow as flow
 from oneflow import nn
 
+import llm_layers_script
 from parallel_helpers import (
-    build_twice, compare_params, full, global_layout, like, loss_weights, place,
-    placement_ranks, rel_err, sbp_names, write_results,
+    build_twice, compare_params, global_layout, place, placement_ranks, run_pair, sbp_names,
+    write_results,
 )
 from libai.layers import (
     MLP, LayerNorm, Linear, LMLogits, MultiheadAttention, ParallelCrossEntropyLoss,
@@ -29,22 +31,6 @@ TARGET = RNG.randint(0, V, size=(B, S)).astype(np.int64)
 TARGET[0, :2] = -100  # ignored positions
 PAD = np.ones((B, S), dtype=np.int64)
 PAD[1, -2:] = 0  # the second sample has two padding tokens
-
-
-def run_pair(parallel, reference, forward, layout, seed):
-    """Forward both, backward a weighted sum, compare outputs and gradients."""
-    out_p = forward(parallel, layout)
-    out_r = forward(reference, None)
-    weights = loss_weights(out_r.shape, seed)
-    (out_p * like(weights, out_p)).sum().backward()
-    (out_r * like(weights, out_r)).sum().backward()
-    return {
-        "out": rel_err(full(out_p), out_r.numpy()),
-        "grads": compare_params(parallel, reference, grads=True),
-        "min_grad_norm": min(float(np.linalg.norm(p.grad.numpy())) for p in reference.parameters()),
-        "out_sbp": sbp_names(out_p),
-        "out_ranks": placement_ranks(out_p),
-    }
 
 
 def inputs(layout, array, stage=0):
@@ -155,6 +141,7 @@ def pipeline_checks(results):
 def main():
     results = {}
     tensor_parallel_checks(results)
+    llm_layers_script.tensor_parallel_checks(results)
     pipeline_checks(results)
     write_results(results, sys.argv[1])
 

@@ -4,7 +4,7 @@ parallel layouts, run forward, exported again.
 Usage: python -m oneflow.distributed.launch --nproc_per_node 2 hf_parallel_script.py OUT.json
 Rank 0 writes {"<layout>/<fixture>": {"max_abs_diff": logits vs transformers' reference,
 "local_rows": {param: rows of this rank's shard}, "export_max_abs_diff": exported tensors vs
-the fixture's}}.
+the fixture's}}, and the T5 / MT5 results of t5_parallel_script.py (the same launch).
 """
 import os
 import sys
@@ -15,6 +15,7 @@ import numpy as np
 import oneflow as flow
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers"))
+import t5_parallel_script  # noqa: E402
 from parallel_helpers import full, global_layout, place, write_results  # noqa: E402
 from libai.models import (  # noqa: E402
     BertForClassification, BertForPreTraining, GPTForPreTraining, SwinTransformer, VisionTransformer,
@@ -89,6 +90,7 @@ def main():
     for i, key in enumerate(rows):
         base = key.rsplit("/", 1)[0]
         results[base]["rows_per_rank"] = [int(other[0, i]), int(other[1, i])]
+    t5_parallel_script.run_all(results)
     write_results({k: v for k, v in results.items() if not k.endswith("_rows")}, sys.argv[1])
 
 

@@ -1,8 +1,10 @@
-"""Launched script: the T5 / MT5 Hugging Face fixtures under TP=2 and PP=2 — loaded with
-from_pretrained, logits against transformers' reference, greedy and beam-3 generation against
-transformers' tokens, export back equal to the fixture's tensors.
+"""The T5 / MT5 Hugging Face fixtures under TP=2 and PP=2 — loaded with from_pretrained,
+logits against transformers' reference, greedy and beam-3 generation against transformers'
+tokens, export back equal to the fixture's tensors. hf_parallel_script.py runs these in its
+launch (:func:`run_all`); alone:
 
-Usage: python -m oneflow.distributed.launch --nproc_per_node 2 t5_parallel_script.py OUT.json
+    python -m oneflow.distributed.launch --nproc_per_node 2 t5_parallel_script.py OUT.json
+
 Rank 0 writes {"<layout>/<fixture>": {...}}.
 """
 import os
@@ -22,6 +24,7 @@ from libai.models.pretrained.placement import broadcast_object  # noqa: E402
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf")
 LAYOUTS = {"tp2": dict(tensor_parallel_size=2), "pp2": dict(pipeline_parallel_size=2)}
 COMMON = dict(max_new_tokens=6, eos_token_id=2, pad_token_id=0)
+FIXTURE_NAMES = ("t5", "mt5")
 
 
 def run(layout_name, fixture):
@@ -54,11 +57,16 @@ def run(layout_name, fixture):
     }
 
 
+def run_all(results):
+    """Adds ``<layout>/t5`` and ``<layout>/mt5`` for both layouts to ``results``."""
+    for layout_name in LAYOUTS:
+        for fixture in FIXTURE_NAMES:
+            results[f"{layout_name}/{fixture}"] = run(layout_name, fixture)
+
+
 def main():
     results = {}
-    for layout_name in LAYOUTS:
-        for fixture in ("t5", "mt5"):
-            results[f"{layout_name}/{fixture}"] = run(layout_name, fixture)
+    run_all(results)
     write_results(results, sys.argv[1])
 
 

@@ -1,15 +1,19 @@
 """Data, tensor and pipeline parallel training matches the one-process run.
 
-A tiny GPT (4 layers, hidden 32, dropout 0) trains 10 iterations (5 in the four-process
-layouts) on the same synthetic data
-with the same seed and global batch in every layout, in Eager and in Graph mode; the losses
-must equal the one-process run's. Tolerance: rtol 1e-4. The parallel runs split the same
-fp32 sums across ranks (all-reduce, partial sums of split matmuls), which changes rounding by
-~1e-7 per step; over 10 steps at lr 1e-3 the observed difference stays below 1e-5 relative,
-while a wrongly placed or unsynchronised shard changes the loss in the 3rd decimal.
+A tiny GPT (2 layers, one per stage under PP=2, hidden 32, dropout 0) trains 10 iterations (5 in
+the four-process layouts) on the same synthetic data with the same seed and global batch in
+every layout, in Eager and in Graph mode; the losses must equal the one-process run's.
+Tolerance: rtol 1e-4. The parallel runs split the same fp32 sums across ranks (all-reduce,
+partial sums of split matmuls), which changes rounding by ~1e-7 per step; over 10 steps at lr
+1e-3 the observed difference stays below 1e-5 relative, while a wrongly placed or
+unsynchronised shard changes the loss in the 3rd decimal.
 Graph mode with tensor/pipeline parallelism runs 2 micro-batches per step (OneFlow 0.9 on the CPU
 needs them, see check_supported), which also exercises gradient accumulation against the
 unaccumulated baseline.
+
+The layouts of one world size share one launch (train_script.py trains them one after another
+in the same processes): one 2-process launch for DP=2, TP=2 and PP=2, one 4-process launch for
+the two 2-D layouts.
 """
 import json
 import os
@@ -24,16 +28,7 @@ from libai.utils.testing import COMPILED_GRAPH, launch, launch_nodes, rank_recor
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "train_script.py")
 RTOL = 1e-4
-
-
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("one_process"))
-    proc = subprocess.run([sys.executable, SCRIPT, "--out-dir", out], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    _check_every_rank(proc.stdout, 1, out)
-    return _read(out)
+ITERS = {"dp2xtp2": 5, "tp2xpp2": 5}  # the four-process layouts stop early (train_script.LAYOUTS)
 
 
 def _read(out):
@@ -41,24 +36,47 @@ def _read(out):
         return json.load(f)
 
 
-def _run(tmp_path, nproc, *args):
-    out = str(tmp_path)
-    proc = launch(SCRIPT, nproc, ["--out-dir", out, *args], timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    _check_every_rank(proc.stdout, nproc, out)
-    return _read(out)
-
-
-def _check_every_rank(output, nproc, out):
+def _check_every_rank(output, nproc, out, layouts):
     """Each rank ran Graph mode in a compiled graph (equal losses alone cannot tell it from
     Eager mode) and saw the losses rank 0 wrote."""
     written = json.dumps(_read(out), separators=(",", ":"))
     for rank, record in rank_records(output, nproc).items():
-        assert record["eager"] == "EagerTrainer" and record["graph"] == COMPILED_GRAPH, (rank, record)
+        for layout in layouts:
+            assert record[f"{layout}/eager"] == "EagerTrainer", (rank, layout, record)
+            assert record[f"{layout}/graph"] == COMPILED_GRAPH, (rank, layout, record)
         assert record["losses"] == written, f"rank {rank} saw other losses than rank 0 wrote"
 
 
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("one_process"))
+    proc = subprocess.run([sys.executable, SCRIPT, "--out-dir", out, "one_process"], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    _check_every_rank(proc.stdout, 1, out, ["one_process"])
+    return _read(out)["one_process"]
+
+
+def _launch(tmp_path_factory, nproc, layouts):
+    out = str(tmp_path_factory.mktemp(f"{nproc}_processes"))
+    proc = launch(SCRIPT, nproc, ["--out-dir", out, *layouts], timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    _check_every_rank(proc.stdout, nproc, out, layouts)
+    return _read(out)
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    return _launch(tmp_path_factory, 2, ["dp2", "tp2", "pp2"])
+
+
+@pytest.fixture(scope="module")
+def four_processes(tmp_path_factory):
+    return _launch(tmp_path_factory, 4, ["dp2xtp2", "tp2xpp2"])
+
+
 def _match(result, baseline, iters=10):
+    assert set(result) == {"eager", "graph"}
     for mode, losses in result.items():
         assert len(losses) == iters
         np.testing.assert_allclose(losses, baseline[mode][:iters], rtol=RTOL, err_msg=mode)
@@ -69,22 +87,14 @@ def test_baseline_eager_and_graph_agree(baseline):
     assert baseline["eager"][-1] < baseline["eager"][0]
 
 
-@pytest.mark.parametrize(
-    "nproc,layout",
-    [
-        (2, ["--dp", "2"]),
-        (2, ["--tp", "2", "--acc", "2"]),
-        (2, ["--pp", "2", "--acc", "2"]),
-        # Four processes share two cores here, where an Eager step takes ~8 s: the first 5
-        # iterations of the same schedule (4 updates after the first loss) keep these short.
-        (4, ["--dp", "2", "--tp", "2", "--acc", "2", "--stop-after", "5"]),
-        (4, ["--tp", "2", "--pp", "2", "--acc", "2", "--stop-after", "5"]),
-    ],
-    ids=["dp2", "tp2", "pp2", "dp2xtp2", "tp2xpp2"],
-)
-def test_parallel_layout_matches_one_process(tmp_path, baseline, nproc, layout):
-    iters = int(layout[layout.index("--stop-after") + 1]) if "--stop-after" in layout else 10
-    _match(_run(tmp_path, nproc, *layout), baseline, iters)
+@pytest.mark.parametrize("layout", ["dp2", "tp2", "pp2"])
+def test_two_process_layout_matches_one_process(two_processes, baseline, layout):
+    _match(two_processes[layout], baseline)
+
+
+@pytest.mark.parametrize("layout", ["dp2xtp2", "tp2xpp2"])
+def test_four_process_layout_matches_one_process(four_processes, baseline, layout):
+    _match(four_processes[layout], baseline, ITERS[layout])
 
 
 def test_two_nodes_on_one_machine_match_one_process(tmp_path, baseline):
@@ -93,11 +103,11 @@ def test_two_nodes_on_one_machine_match_one_process(tmp_path, baseline):
     match the one-process losses in both modes. Before libai aligned LOCAL_RANK with OneFlow's
     view of nodes (libai/_runtime.py), rank 0 hung and rank 1 all-reduced to wrong values."""
     out = str(tmp_path)
-    results = launch_nodes(SCRIPT, nnodes=2, args=["--out-dir", out, "--dp", "2"], timeout=600)
+    results = launch_nodes(SCRIPT, nnodes=2, args=["--out-dir", out, "dp2"], timeout=600)
     for node, proc in enumerate(results):
         assert proc.returncode == 0, f"node {node}:\n{proc.stdout[-3000:]}"
-    _check_every_rank("".join(proc.stdout for proc in results), 2, out)
-    _match(_read(out), baseline)
+    _check_every_rank("".join(proc.stdout for proc in results), 2, out, ["dp2"])
+    _match(_read(out)["dp2"], baseline)
 
 
 def test_ranks_oneflow_would_confuse_fail_with_the_fix_instead_of_hanging():

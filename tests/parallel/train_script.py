@@ -1,8 +1,17 @@
-"""Train a tiny GPT for a few iterations under the layout given on the command line and
-write the per-iteration losses (rank 0) to a JSON file; every rank also prints a record
-``RESULT rank=<r> eager=<runner> graph=<runner> losses=<json>`` naming what ran its steps. Run directly for one process or
-under ``oneflow.distributed.launch`` for several; the test compares the files."""
+"""Train a tiny GPT for a few iterations under each layout named on the command line, one
+after another in the same processes, and write the per-iteration losses (rank 0) to a JSON file
+``{layout: {mode: [loss, ...]}}``; every rank also prints one record
+``RESULT rank=<r> <layout>/<mode>=<runner> ... losses=<json>`` naming what ran its steps.
+
+    python train_script.py --out-dir OUT one_process
+    python -m oneflow.distributed.launch --nproc_per_node 2 train_script.py --out-dir OUT dp2 tp2 pp2
+
+The layouts (:data:`LAYOUTS`) need as many processes as their sizes multiply to. Running several
+in one launch shares the processes' start-up (importing OneFlow) between them; each layout still
+builds its own trainer, model, loader and graph from the same seed.
+"""
 import argparse
+import gc
 import json
 import os
 import sys
@@ -21,7 +30,21 @@ from libai.models import GPTForPreTraining  # noqa: E402
 from libai.utils import distributed as dist  # noqa: E402
 from libai.utils.testing import runner_description, write_record  # noqa: E402
 
-LAYERS = 4
+LAYERS = 2  # one per stage under PP=2: every stage boundary is still crossed
+ITERS = 10
+GLOBAL_BATCH = 8
+# name: data/tensor/pipeline sizes, micro-batches per step (OneFlow 0.9's CPU pipeline graph
+# needs 2, see check_supported) and, for the four-process layouts, a shorter run: the first
+# 5 iterations of the same schedule (4 updates after the first loss; four processes share two
+# cores here).
+LAYOUTS = {
+    "one_process": dict(),
+    "dp2": dict(dp=2),
+    "tp2": dict(tp=2, acc=2),
+    "pp2": dict(pp=2, acc=2),
+    "dp2xtp2": dict(dp=2, tp=2, acc=2, stop_after=5),
+    "tp2xpp2": dict(tp=2, pp=2, acc=2, stop_after=5),
+}
 
 
 class Record(HookBase):
@@ -36,10 +59,10 @@ class Record(HookBase):
     def after_step(self):
         self.store.append(float(self.trainer.storage.history("total_loss").latest()))
         if self.stop_after is not None and len(self.store) >= self.stop_after:
-            self.trainer.request_stop(f"--stop-after {self.stop_after}", save_checkpoint=False)
+            self.trainer.request_stop(f"stop after {self.stop_after}", save_checkpoint=False)
 
 
-def build_cfg(args, graph):
+def build_cfg(out_dir, graph, dp=1, tp=1, pp=1, acc=1):
     cfg = OmegaConf.create()
     cfg.model = LazyCall(GPTForPreTraining)(cfg=dict(
         vocab_size=128, hidden_size=32, hidden_layers=LAYERS, num_attention_heads=4,
@@ -57,40 +80,49 @@ def build_cfg(args, graph):
     # One parameter group: clipping then means the same in Eager and Graph mode.
     wd = cfg.optim.weight_decay
     cfg.optim.params.weight_decay = cfg.optim.params.weight_decay_norm = cfg.optim.params.weight_decay_bias = wd
-    micro = args.global_batch // (args.dp * args.acc)
     cfg.train.update(dict(
-        output_dir=os.path.join(args.out_dir, "graph" if graph else "eager"),
-        train_micro_batch_size=micro, num_accumulation_steps=args.acc, train_iter=args.iters,
+        output_dir=os.path.join(out_dir, "graph" if graph else "eager"),
+        train_micro_batch_size=GLOBAL_BATCH // (dp * acc), num_accumulation_steps=acc, train_iter=ITERS,
         log_period=100, warmup_ratio=0.0, evaluation=dict(enabled=False),
         checkpointer=dict(period=10000),
-        dist=dict(data_parallel_size=args.dp, tensor_parallel_size=args.tp,
-                  pipeline_parallel_size=args.pp, pipeline_num_layers=LAYERS, device_type="cpu"),
+        dist=dict(data_parallel_size=dp, tensor_parallel_size=tp,
+                  pipeline_parallel_size=pp, pipeline_num_layers=LAYERS, device_type="cpu"),
     ))
     return cfg
 
 
+def train_layout(name, out_dir, modes):
+    """``({mode: losses}, ["<name>/<mode>=<runner>", ...])`` of one layout."""
+    sizes = dict(LAYOUTS[name])
+    stop_after = sizes.pop("stop_after", None)
+    result, runners = {}, []
+    for mode in modes:
+        losses = []
+        trainer = DefaultTrainer(build_cfg(os.path.join(out_dir, name), mode == "graph", **sizes))
+        trainer.register_hooks([Record(losses, stop_after)], after="LRScheduler")
+        trainer.train()
+        result[mode] = losses
+        runners.append(f"{name}/{mode}={runner_description(trainer)}")
+        # A compiled graph over several ranks closes its runtime together with the other ranks:
+        # free it here, at the same point on every rank, not whenever the collector gets to it
+        # (one rank closing while another already runs the next layout's collectives hangs).
+        del trainer
+        gc.collect()
+    return result, runners
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--dp", type=int, default=1)
-    p.add_argument("--tp", type=int, default=1)
-    p.add_argument("--pp", type=int, default=1)
-    p.add_argument("--acc", type=int, default=1)
-    p.add_argument("--global-batch", type=int, default=8)
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--stop-after", type=int, default=None, help="end after this many iterations")
+    p.add_argument("layouts", nargs="+", choices=sorted(LAYOUTS))
     p.add_argument("--modes", default="eager,graph")
     p.add_argument("--out-dir", required=True)
     args = p.parse_args()
     result, runners = {}, []
-    for mode in args.modes.split(","):
-        losses = []
-        trainer = DefaultTrainer(build_cfg(args, graph=(mode == "graph")))
-        trainer.register_hooks([Record(losses, args.stop_after)], after="LRScheduler")
-        trainer.train()
-        result[mode] = losses
-        runners.append(f"{mode}={runner_description(trainer)}")
+    for name in args.layouts:
+        result[name], ran = train_layout(name, args.out_dir, args.modes.split(","))
+        runners += ran
     # every rank reports what ran its steps and the losses it saw (the test requires all ranks)
-    # in one write: the "Stopping training" warning of --stop-after on another rank cannot split it
+    # in one write: the "Stopping training" warning of a stop on another rank cannot split it
     write_record(f"RESULT rank={dist.get_rank()} {' '.join(runners)} "
                  f"losses={json.dumps(result, separators=(',', ':'))}")
     if dist.is_main_process():

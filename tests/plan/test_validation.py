@@ -1,4 +1,6 @@
 """Each validation error of the preflight, with its message; and all of them at once."""
+import os
+
 import oneflow as flow
 import pytest
 from oneflow.utils.data import Dataset
@@ -6,6 +8,7 @@ from oneflow.utils.data import Dataset
 import libai
 from libai.config import LazyCall
 from libai.data.structures import DistTensorData, Instance
+from tests.plan.conftest import TINY
 
 
 def errors(plan):
@@ -129,6 +132,24 @@ def test_sample_dtypes_token_range_and_length(tiny_cfg):
     one_error(plan, "token ids span [200, 200]", "vocabulary has 128 entries")
     one_error(plan, "'labels' is oneflow.float32; ids and labels must be integers")
     one_error(plan, "samples are 40 tokens long, more than the model's 32 positions")
+
+
+def test_labels_beyond_the_vocabulary(tiny_cfg):
+    fields = {"input_ids": flow.zeros(32, dtype=flow.long), "labels": flow.full((32,), 500, dtype=flow.long)}
+    plan = libai.plan(_with_samples(tiny_cfg, fields))
+    one_error(plan, "labels reach 500 but the model predicts 128 classes")
+
+
+def test_image_size_and_classes_against_the_model():
+    from libai.config import LazyConfig
+
+    cfg = LazyConfig.load(os.path.join(os.path.dirname(TINY), os.pardir, "vit_imagenet.py"))
+    cfg = LazyConfig.apply_overrides(cfg, ["model.embed_dim=16", "model.depth=1", "model.num_heads=2",
+                                           "model.img_size=32", "model.patch_size=16", "model.num_classes=10"])
+    fields = {"images": flow.zeros(3, 28, 28), "labels": flow.tensor(12, dtype=flow.long)}
+    plan = libai.plan(_with_samples(cfg, fields))
+    one_error(plan, "images are (28, 28) but the model expects 32×32")
+    one_error(plan, "labels reach 12 but the model predicts 10 classes")
 
 
 def test_iterations_per_epoch_needs_one_global_batch(tiny_cfg):

@@ -119,33 +119,12 @@ class GenerationMixin:
         if getattr(self, "training", False):
             logger.warning("generate() called in training mode: dropout is active; call "
                            "model.eval() first for deterministic results")
-        settings = self._generation_settings(eos_token_id, pad_token_id, decoder_start_token_id)
-        eos, pad, start = settings
-        prompts = _local_int64(input_ids)
-        if prompts.ndim != 2:
-            raise ValueError(f"input_ids must be [batch, length], got shape {tuple(prompts.shape)}")
-        mask = self._prompt_mask(prompts, attention_mask, pad, eos)
-        if num_beams < 1 or num_return_sequences > num_beams:
-            raise ValueError(
-                f"num_beams={num_beams} and num_return_sequences={num_return_sequences}: need "
-                "num_beams >= 1 and num_return_sequences <= num_beams"
-            )
-        if num_beams == 1 and num_return_sequences > 1 and not do_sample:
-            raise ValueError("greedy search returns one sequence per prompt; use num_beams > 1 "
-                             "or do_sample=True for num_return_sequences > 1")
-        expand = max(num_beams, num_return_sequences)
-        if expand > 1:
-            prompts, mask = _repeat_rows(prompts, expand), _repeat_rows(mask, expand)
+        eos, pad, start = self._generation_settings(eos_token_id, pad_token_id, decoder_start_token_id)
+        prompts, mask = self._prompts_and_mask(input_ids, attention_mask, pad, eos,
+                                               max(num_beams, num_return_sequences))
+        _check_search(num_beams, num_return_sequences, do_sample)  # after the prompts' checks
         start_len = 1 if self.is_encoder_decoder else prompts.shape[1]
-        if max_new_tokens is not None:
-            max_length = start_len + int(max_new_tokens)
-        elif max_length is None:
-            max_length = 20  # Hugging Face's default total length
-        if max_length <= start_len:
-            raise ValueError(
-                f"nothing to generate: max_length={max_length} <= input length {start_len}; "
-                "raise max_new_tokens"
-            )
+        max_length = _total_length(max_new_tokens, max_length, start_len)
         least = _min_total_length(min_length, min_new_tokens, start_len)
         processors = build_processors(
             do_sample=do_sample, num_beams=num_beams, temperature=temperature, top_k=top_k,
@@ -212,6 +191,18 @@ class GenerationMixin:
             raise ValueError("an encoder-decoder model needs decoder_start_token_id (or "
                              "pad_token_id) to start the decoder; pass it to generate()")
         return eos_list, pad, start
+
+    def _prompts_and_mask(self, input_ids: Any, attention_mask: Any, pad: Optional[int],
+                          eos: List[int], expand: int) -> Tuple[flow.Tensor, flow.Tensor]:
+        """The prompts as local int64 ``[batch, len]`` and their mask, each row repeated
+        ``expand`` times (beams / returned sequences)."""
+        prompts = _local_int64(input_ids)
+        if prompts.ndim != 2:
+            raise ValueError(f"input_ids must be [batch, length], got shape {tuple(prompts.shape)}")
+        mask = self._prompt_mask(prompts, attention_mask, pad, eos)
+        if expand > 1:
+            prompts, mask = _repeat_rows(prompts, expand), _repeat_rows(mask, expand)
+        return prompts, mask
 
     @staticmethod
     def _prompt_mask(prompts, attention_mask, pad, eos) -> flow.Tensor:
@@ -319,6 +310,33 @@ def _refuse_unsupported(unsupported: Dict[str, Any]) -> None:
     if unknown:
         parts.append(f"{', '.join(unknown)}: not a generate() keyword (misspelt?)")
     raise TypeError("generate() got unsupported keyword argument(s): " + "; ".join(parts))
+
+
+def _check_search(num_beams: int, num_return_sequences: int, do_sample: bool) -> None:
+    """Refuse a beam / return-count combination that no search can honour."""
+    if num_beams < 1 or num_return_sequences > num_beams:
+        raise ValueError(
+            f"num_beams={num_beams} and num_return_sequences={num_return_sequences}: need "
+            "num_beams >= 1 and num_return_sequences <= num_beams"
+        )
+    if num_beams == 1 and num_return_sequences > 1 and not do_sample:
+        raise ValueError("greedy search returns one sequence per prompt; use num_beams > 1 "
+                         "or do_sample=True for num_return_sequences > 1")
+
+
+def _total_length(max_new_tokens: Optional[int], max_length: Optional[int], start_len: int) -> int:
+    """The total length to generate to: ``max_new_tokens`` past the start if given, else
+    ``max_length``, else Hugging Face's default of 20; it must leave something to generate."""
+    if max_new_tokens is not None:
+        max_length = start_len + int(max_new_tokens)
+    elif max_length is None:
+        max_length = 20  # Hugging Face's default total length
+    if max_length <= start_len:
+        raise ValueError(
+            f"nothing to generate: max_length={max_length} <= input length {start_len}; "
+            "raise max_new_tokens"
+        )
+    return max_length
 
 
 def _min_total_length(min_length: Optional[int], min_new_tokens: Optional[int],
