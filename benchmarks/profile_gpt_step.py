@@ -11,6 +11,7 @@ its own, between two waits for all queued work, and shown as a share of the full
 * the vocabulary projection and the cross-entropy on the 512 x 8192 logits, forward+backward;
 * the attention scores, mask and softmax of one layer, forward+backward, times 4 layers;
 * the optimizer update alone (AdamW over every parameter, with the gradients in place);
+* the gradient-norm computation of clipping (``clip_grad_norm_global``, every gradient);
 * a 1024^2 fp32 matmul in OneFlow and NumPy (GFLOP/s) for the machine's peak.
 
 Each figure is the median of ``--repeats`` rounds; the rounds interleave the parts, so a change
@@ -95,13 +96,20 @@ def main(argv=None):
     def update():
         opt.step()
 
+    from libai.engine.optimizer_step import clip_grad_norm_global
+
+    params = list(model.parameters())
+
+    def clip():
+        clip_grad_norm_global(params, max_norm=1e9)  # the norm's cost; the scale is 1
+
     n = 1024
     a = np.random.rand(n, n).astype(np.float32)
     b = np.random.rand(n, n).astype(np.float32)
     fa, fb = flow.tensor(a), flow.tensor(b)
 
     parts = {"step": step, "forward": forward, "lm_head": lm_head,
-             "attention_scores": attention_scores, "update": update,
+             "attention_scores": attention_scores, "update": update, "clip": clip,
              "matmul_oneflow": lambda: flow.matmul(fa, fb), "matmul_numpy": lambda: a @ b}
     for fn in parts.values():
         fn()
@@ -115,7 +123,7 @@ def main(argv=None):
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
           f"load average {os.getloadavg()[0]:.1f})")
-    for name in ("forward", "lm_head", "attention_scores", "update"):
+    for name in ("forward", "lm_head", "attention_scores", "update", "clip"):
         print(f"  {name:18s} {med[name] * 1000:8.1f} ms  {med[name] / step_s:6.1%} of the step")
     for name in ("matmul_oneflow", "matmul_numpy"):
         print(f"  {name:18s} {2 * n ** 3 / med[name] / 1e9:8.1f} GFLOP/s")

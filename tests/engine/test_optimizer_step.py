@@ -25,6 +25,18 @@ def test_clipping_uses_the_norm_of_all_parameters_together():
         np.testing.assert_allclose(p.grad.numpy(), g * 0.5 / (total + 1e-6), rtol=1e-5)
 
 
+@pytest.mark.parametrize("norm_type", [1.0, 3.0, float("inf")])
+def test_clipping_by_other_norms_uses_that_norm_of_all_parameters(norm_type):
+    model = _model_with_grads()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    flat = np.abs(np.concatenate([g.ravel() for g in grads]).astype(np.float64))
+    total = flat.max() if norm_type == float("inf") else (flat ** norm_type).sum() ** (1 / norm_type)
+    returned = clip_grad_norm_global(list(model.parameters()), max_norm=0.1, norm_type=norm_type)
+    assert float(returned) == pytest.approx(total, rel=1e-5)
+    for p, g in zip(model.parameters(), grads):
+        np.testing.assert_allclose(p.grad.numpy(), g * 0.1 / (total + 1e-6), rtol=1e-5)
+
+
 def test_two_parameter_groups_are_clipped_jointly_not_each_by_its_own_norm():
     model = _model_with_grads()
     grads = [p.grad.numpy().copy() for p in model.parameters()]
