@@ -41,12 +41,9 @@ def timed(fn, n):
     return (time.perf_counter() - start) / n
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=3)
-    args = parser.parse_args(argv)
-
+def build_parts():
+    """The timed pieces: a whole Eager step of GPT-2 tiny and its parts in isolation, plus a
+    1024x1024 matmul in OneFlow and numpy for the machine's peak. Returns ``(parts, n)``."""
     from libai.models import GPTForPreTraining
     from libai.utils.distributed import ParallelLayout
 
@@ -111,6 +108,16 @@ def main(argv=None):
     parts = {"step": step, "forward": forward, "lm_head": lm_head,
              "attention_scores": attention_scores, "update": update, "clip": clip,
              "matmul_oneflow": lambda: flow.matmul(fa, fb), "matmul_numpy": lambda: a @ b}
+    return parts, n
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    parts, n = build_parts()
     for fn in parts.values():
         fn()
     results = {name: [] for name in parts}
