@@ -58,7 +58,7 @@ setup(
         "chinese": ["jieba"],  # BertTokenizer(do_chinese_wwm=True)
         "gpu": ["pynvml"],  # GPU memory in the metrics, on CUDA machines
         "onnx": ["onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2", "onnxsim==0.7.3"],
-        "dev": ["pytest", "hypothesis", "scikit-learn", "textblob==0.20.1", "pillow", "tensorboardX==2.6.5", "matplotlib",
+        "dev": ["pytest", "pytest-xdist==3.8.0", "hypothesis", "scikit-learn", "textblob==0.20.1", "pillow", "tensorboardX==2.6.5", "matplotlib",
                 "import-linter==2.15", "onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2",
                 "onnxsim==0.7.3"],
     },

@@ -84,16 +84,40 @@ def pytest_collection_modifyitems(config, items):
 def pytest_handlecrashitem(crashitem, report, sched):
     """A worker that dies (OneFlow 0.9 occasionally segfaults in Graph-mode code on a loaded
     2-core machine) has its unfinished file handed to a fresh worker by ``--dist loadfile``,
-    the crashed test included. That run's result is the test's result; the crash is reported
-    as a skip naming it. A second crash of the same test stays a failure."""
-    crashed = sched.config.stash.setdefault(_CRASHED, set())
+    the crashed test included: that run's result is the test's result, and the crash is
+    reported as a skip naming it. A second crash of the same test stays a failure, and a crashed
+    test that never ran again (xdist gave up replacing workers) fails the session
+    (``pytest_sessionfinish`` below)."""
+    crashed = sched.config.stash.setdefault(_CRASHED, {})
     if crashitem in crashed:
         return
-    crashed.add(crashitem)
+    crashed[crashitem] = False  # not run again yet
     report.outcome = "skipped"
     report.when = "setup"
     report.longrepr = (str(report.location[0]), 0,
                        f"Skipped: {report.longrepr}; run again on a fresh worker (its result follows)")
+    report.libai_crash = True
+
+
+def pytest_runtest_logreport(report):
+    crashed = _controller_config.stash.get(_CRASHED, {}) if _controller_config else {}
+    if report.nodeid in crashed and not getattr(report, "libai_crash", False):
+        crashed[report.nodeid] = True  # a report of its run on the fresh worker
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    never_rerun = [n for n, rerun in session.config.stash.get(_CRASHED, {}).items() if not rerun]
+    if never_rerun and session.exitstatus == 0:
+        session.config.get_terminal_writer().line(
+            f"FAILED: a worker crashed in {never_rerun} and the test never ran again", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_configure(config):
+    global _controller_config
+    _controller_config = config
 
 
 _CRASHED = pytest.StashKey()
+_controller_config = None

@@ -16,6 +16,17 @@ import oneflow as flow
 from libai.utils.distributed import ParallelLayout, default_device_type, ttol
 
 
+# The layouts the launched model scripts are run under, by the name used in their arguments and
+# results ("tp2/gpt"): 2 processes for the first three, 4 for the 2-D ones.
+LAYOUTS: Dict[str, Dict[str, int]] = {
+    "tp2": dict(tensor_parallel_size=2),
+    "dp2": dict(data_parallel_size=2),
+    "pp2": dict(pipeline_parallel_size=2),
+    "dp2_tp2": dict(data_parallel_size=2, tensor_parallel_size=2),
+    "tp2_pp2": dict(tensor_parallel_size=2, pipeline_parallel_size=2),
+}
+
+
 def local_layout() -> ParallelLayout:
     """A one-process layout of plain local tensors on this machine's device type: every rank of
     the launched world computes the whole reference itself (a one-process *global* layout would

@@ -5,19 +5,10 @@ import oneflow as flow
 import pytest
 
 from libai.layers import MultiheadAttention
+from tests.layers.numpy_reference import random_array as _x, softmax as _softmax
 
 H, HEADS = 8, 2
 D = H // HEADS
-
-
-def _x(*shape, seed=0):
-    return np.random.RandomState(seed).randn(*shape).astype(np.float32)
-
-
-def _softmax(z):
-    z = z - z.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
 
 
 def _reference(attn, x, mask=None, causal=False):
@@ -136,3 +127,26 @@ def test_bad_configurations_are_reported(local_layout):
     attn = MultiheadAttention(H, HEADS)
     with pytest.raises(ValueError, match="does not fit 3 queries and 3 keys"):
         attn(flow.tensor(_x(1, 3, H)), flow.ones(1, 4))
+
+
+def test_cached_single_query_skips_the_causal_mask_and_keeps_padding(local_layout, monkeypatch):
+    """A one-query decoding step sees every key, so the causal mask (all true) is not built;
+    the padding mask still applies and the steps reproduce the full masked pass."""
+    attn = MultiheadAttention(H, HEADS, attn_mask_type="causal")
+    x = flow.tensor(_x(2, 5, H))
+    mask = flow.tensor(np.array([[0, 1, 1, 1, 1], [0, 0, 1, 1, 1]]))
+    full = attn(x, mask).numpy()
+    out, past = attn(x[:, :3], mask[:, :3], use_cache=True)
+    steps = [out.numpy()]
+
+    def no_causal_mask(*args):
+        raise AssertionError("the causal mask was built for a single query")
+
+    monkeypatch.setattr(attn, "_causal_mask", no_causal_mask)
+    for t in range(3, 5):
+        out, past = attn(x[:, t:t + 1], mask[:, :t + 1], past_key_value=past, use_cache=True)
+        steps.append(out.numpy())
+    got = np.concatenate(steps, axis=1)
+    # rows' fully padded leading positions attend to nothing real; compare the real ones
+    np.testing.assert_allclose(got[0, 1:], full[0, 1:], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1, 2:], full[1, 2:], rtol=1e-5, atol=1e-6)

@@ -10,16 +10,7 @@ import pytest
 from libai.layers import (
     MLP, MultiheadAttention, RMSLayerNorm, RMSNorm, RotaryEmbedding, TransformerLayer,
 )
-
-
-def _x(*shape, seed=0):
-    return np.random.RandomState(seed).randn(*shape).astype(np.float32)
-
-
-def _softmax(z):
-    z = z - z.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
+from tests.layers.numpy_reference import random_array as _x, softmax as _softmax
 
 
 def _set(param, array):

@@ -17,17 +17,10 @@ import oneflow as flow
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers"))
 from parallel_helpers import (  # noqa: E402
-    build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
+    LAYOUTS, build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
 )
 from libai.models import BertForPreTraining, GPTForPreTraining, T5ForPreTraining  # noqa: E402
 
-LAYOUTS = {
-    "tp2": dict(tensor_parallel_size=2),
-    "dp2": dict(data_parallel_size=2),
-    "pp2": dict(pipeline_parallel_size=2),
-    "dp2_tp2": dict(data_parallel_size=2, tensor_parallel_size=2),
-    "tp2_pp2": dict(tensor_parallel_size=2, pipeline_parallel_size=2),
-}
 BATCH, SEQ, VOCAB, LAYERS = 4, 8, 96, 2
 BODY = dict(
     vocab_size=VOCAB, hidden_size=32, hidden_layers=LAYERS, num_attention_heads=4,

@@ -16,16 +16,11 @@ import oneflow as flow
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers"))
 from parallel_helpers import (  # noqa: E402
-    build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
+    LAYOUTS, build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
 )
 from libai.models.swin import SwinTransformer  # noqa: E402
 from libai.models.vit import VisionTransformer  # noqa: E402
 
-LAYOUTS = {
-    "tp2": dict(tensor_parallel_size=2),
-    "dp2": dict(data_parallel_size=2),
-    "pp2": dict(pipeline_parallel_size=2),
-}
 BATCH, CLASSES = 4, 10
 # parameters whose gradient norms are reported: the first layer, a middle one, the head
 WATCH = {

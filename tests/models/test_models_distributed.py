@@ -6,24 +6,18 @@ one-process layout, runs forward and backward on the same fixed batch and report
 and the relative error of every parameter gradient and initial weight. Tolerance: 1e-5
 relative (float32; parallelism only reorders sums).
 """
-import json
 import os
 
 import pytest
 
-from libai.utils.testing import launch
+from tests.launch_helpers import launched_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL = 1e-5
 
 
 def _run(tmp_path_factory, nproc, layouts):
-    out = str(tmp_path_factory.mktemp("models") / "results.json")
-    script = os.path.join(HERE, "parallel_models_script.py")
-    proc = launch(script, nproc, args=[out, *layouts], timeout=600, cwd=HERE)
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    with open(out) as f:
-        return json.load(f)
+    return launched_results(tmp_path_factory, os.path.join(HERE, "parallel_models_script.py"), nproc, layouts)
 
 
 # The zoo's other families (tests/models/zoo_cases/): every transformer-style model at TP=2 and

@@ -8,8 +8,9 @@ import oneflow as flow
 import pytest
 
 from libai.models import BertModel, RobertaForCausalLM, RobertaForPreTraining, RobertaModel
-from libai.models.pretrained import PretrainedLoadError, read_config, read_state_dict
+from libai.models.pretrained import PretrainedLoadError, read_config
 from libai.models.roberta import roberta_position_ids
+from tests.models.hf_export_checks import assert_export_round_trips
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf", "roberta")
 TOL = 1e-4
@@ -88,16 +89,10 @@ def test_fixture_matches_transformers_logits():
 
 
 def test_export_round_trips_tensors_and_config(tmp_path):
-    model = RobertaForPreTraining.from_pretrained(FIXTURE)
-    model.save_pretrained(str(tmp_path))
-    exported, original = read_state_dict(str(tmp_path)), read_state_dict(FIXTURE)
-    assert sorted(exported) == sorted(original)
-    assert all(np.array_equal(exported[k], original[k]) for k in original)
-    cfg, ref_cfg = read_config(str(tmp_path)), read_config(FIXTURE)
-    for key in ("model_type", "architectures", "vocab_size", "hidden_size", "num_hidden_layers",
-                "max_position_embeddings", "type_vocab_size", "pad_token_id", "layer_norm_eps",
-                "is_decoder"):
-        assert cfg[key] == ref_cfg[key], key
+    assert_export_round_trips(
+        RobertaForPreTraining.from_pretrained(FIXTURE), FIXTURE, str(tmp_path),
+        ("model_type", "architectures", "vocab_size", "hidden_size", "num_hidden_layers",
+         "max_position_embeddings", "type_vocab_size", "pad_token_id", "layer_norm_eps", "is_decoder"))
     ref = _reference()
     again = RobertaForPreTraining.from_pretrained(str(tmp_path))
     assert np.abs(_logits(again, ref["input_ids"], ref["attention_mask"]) - ref["logits"]).max() < TOL

@@ -9,9 +9,9 @@ import oneflow as flow
 import pytest
 
 from libai.models import SwinTransformer, SwinTransformerV2
-from libai.models.pretrained import read_config, read_state_dict
 from libai.models.swin import relative_position_index
 from libai.models.swin_transformer_v2 import WindowAttentionV2, log_spaced_coords
+from tests.models.hf_export_checks import assert_export_round_trips
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf", "swinv2")
 TOL = 1e-4
@@ -86,15 +86,10 @@ def test_fixture_matches_transformers_logits():
 
 
 def test_export_round_trips_tensors_and_config(tmp_path):
-    model = SwinTransformerV2.from_pretrained(FIXTURE)
-    model.save_pretrained(str(tmp_path))
-    exported, original = read_state_dict(str(tmp_path)), read_state_dict(FIXTURE)
-    assert sorted(exported) == sorted(original)
-    assert all(np.array_equal(exported[k], original[k]) for k in original)
-    cfg, ref_cfg = read_config(str(tmp_path)), read_config(FIXTURE)
-    for key in ("model_type", "architectures", "image_size", "patch_size", "embed_dim", "depths",
-                "num_heads", "window_size", "qkv_bias", "pretrained_window_sizes", "hidden_size"):
-        assert cfg[key] == ref_cfg[key], key
+    assert_export_round_trips(
+        SwinTransformerV2.from_pretrained(FIXTURE), FIXTURE, str(tmp_path),
+        ("model_type", "architectures", "image_size", "patch_size", "embed_dim", "depths",
+         "num_heads", "window_size", "qkv_bias", "pretrained_window_sizes", "hidden_size"))
 
 
 def test_libai_loader_class_loads_through_the_same_mapping():
