@@ -41,7 +41,7 @@ from oneflow import nn
 
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
-from libai.layers.utils import arange, broadcast, split, to_sbp
+from libai.layers.utils import active_dropout, arange, broadcast, split, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["AttnMaskType", "MultiheadAttention"]
@@ -181,7 +181,7 @@ class MultiheadAttention(nn.Module):
         scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
         probs = self._masked_softmax(scores, mask, self._place_bias(position_bias))
-        probs = self.attention_dropout(probs)
+        probs = active_dropout(self.attention_dropout, probs)
         context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
         context = context.permute(0, 2, 1, 3).reshape(batch, q_len, self.inner_size)
@@ -262,7 +262,9 @@ class MultiheadAttention(nn.Module):
         mask = None
         if attention_mask is not None:
             mask = _as_4d_bool(self._to_here_whole(attention_mask), q_len, k_len)
-        if self.attn_mask_type == AttnMaskType.causal:
+        # one new query (a cached decoding step) is the last position and sees every key: the
+        # causal mask would be all true, so it is not built
+        if self.attn_mask_type == AttnMaskType.causal and q_len > 1:
             causal = self._causal_mask(q_len, k_len)
             mask = causal if mask is None else flow.logical_and(mask, causal)
         return mask
@@ -300,7 +302,7 @@ class MultiheadAttention(nn.Module):
             output, bias = output
             p = self.output_dropout_prob if self.training else 0.0
             return flow._C.fused_bias_add_dropout(output, bias, p=p, axis=output.ndim - 1)
-        return self.output_dropout(output)
+        return active_dropout(self.output_dropout, output)
 
     def extra_repr(self) -> str:
         return (

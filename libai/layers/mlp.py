@@ -24,6 +24,7 @@ from oneflow import nn
 
 from libai.layers.activation import build_activation
 from libai.layers.linear import Linear
+from libai.layers.utils import active_dropout
 from libai.utils.distributed import current_layout
 
 __all__ = ["MLP"]
@@ -110,4 +111,4 @@ class MLP(nn.Module):
             out, bias = out
             p = self.output_dropout_prob if self.training else 0.0
             return flow._C.fused_bias_add_dropout(out, bias, p=p, axis=out.ndim - 1)
-        return self.dropout(out)
+        return active_dropout(self.dropout, out)

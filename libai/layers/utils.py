@@ -48,6 +48,7 @@ __all__ = [
     "local_tensors",
     "arange",
     "sbp_equal",
+    "active_dropout",
 ]
 
 
@@ -249,6 +250,15 @@ def arange(
     return flow.arange(
         start, end, dtype=dtype, placement=layout.layer_placement(layer_idx), sbp=layout.nd_sbp()
     )
+
+
+def active_dropout(dropout: nn.Dropout, x: flow.Tensor) -> flow.Tensor:
+    """``dropout(x)``, skipping the call when it would return ``x`` as it is (evaluation mode or
+    ``p == 0``: OneFlow then neither computes anything nor draws random numbers, so skipping
+    changes no value and no generator state; it saves a dispatch per call when decoding)."""
+    if dropout.training and dropout.p > 0:
+        return dropout(x)
+    return x
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from oneflow import nn
 
 from libai.layers import Embedding, LayerNorm, TransformerLayer, VocabEmbedding
 from libai.layers.transformer_layer import norm_class
-from libai.layers.utils import arange, to_layer
+from libai.layers.utils import active_dropout, arange, to_layer
 from libai.models.utils.weight_init import init_method_normal, scaled_init_method_normal
 from libai.utils.distributed import current_layout
 
@@ -123,7 +123,7 @@ class TextEmbedding(nn.Module):
             embeddings = embeddings + self.tokentype_embeddings(tokentype_ids)
         if self.embedding_layernorm is not None:
             embeddings = self.embedding_layernorm(embeddings)
-        return self.dropout(embeddings)
+        return active_dropout(self.dropout, embeddings)
 
     def default_position_ids(self, input_ids: flow.Tensor, past_length: int) -> flow.Tensor:
         """Positions of ``input_ids`` when the caller gives none (RoBERTa numbers its own)."""

@@ -131,3 +131,34 @@ def test_input_errors_name_the_fix(gpt):
         gpt.generate(prompts(0), attention_mask=np.ones((2, 3)), max_new_tokens=2)
     with pytest.raises(ValueError, match="num_return_sequences"):
         gpt.generate(prompts(0), max_new_tokens=2, num_beams=2, num_return_sequences=3)
+
+
+@pytest.mark.parametrize("setting", ["greedy", "beam3"])
+def test_one_process_decoding_on_local_tensors_matches_global(gpt, t5, setting, monkeypatch):
+    """A one-process model decodes on plain local tensors: same tokens as the global path, and
+    the model's parameters are the same global objects afterwards."""
+    import contextlib
+
+    from libai.models.utils.generation import mixin
+
+    for model, extra in ((gpt, {}), (t5, dict(decoder_start_token_id=PAD))):
+        ids, kwargs = prompts(), dict(SETTINGS[setting], **extra)
+        params = list(model.parameters())
+        seen = []
+        first = next(m for m in model.modules() if hasattr(m, "layout"))
+        forward = first.forward
+
+        def recording(x, *args, **kwargs):
+            seen.append(x.is_global)
+            return forward(x, *args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(first, "forward", recording)
+            fast = model.generate(ids, max_new_tokens=6, **kwargs).numpy()
+            patch.setattr(mixin, "_decoding_tensors", lambda m: contextlib.nullcontext(m))
+            slow = model.generate(ids, max_new_tokens=6, **kwargs).numpy()
+        np.testing.assert_array_equal(fast, slow)
+        half = len(seen) // 2  # the first layer's inputs: local in the fast run, global after
+        assert half > 0 and not any(seen[:half]) and all(seen[half:])
+        assert [p is q for p, q in zip(params, model.parameters())] == [True] * len(params)
+        assert all(p.is_global for p in model.parameters())

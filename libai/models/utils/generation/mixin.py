@@ -24,15 +24,17 @@ last-position logits, so every rank picks the same tokens; the tokens go back to
 broadcast global tensors on the first stage. Sampling draws from ``generator`` (or OneFlow's
 default generator), identically on every rank.
 """
+import contextlib
 import logging
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import oneflow as flow
 
+from libai.layers.utils import local_tensors
 from libai.models.utils.generation.beam_search import BeamSearch
 from libai.models.utils.generation.processors import LogitsProcessor, build_processors
-from libai.utils.distributed import ParallelLayout, ttol
+from libai.utils.distributed import ParallelLayout, get_world_size, ttol
 
 __all__ = ["GenerationMixin", "model_layout"]
 
@@ -131,15 +133,16 @@ class GenerationMixin:
             top_p=top_p, repetition_penalty=repetition_penalty, extra=logits_processor,
             min_length=least, eos_token_id=eos,
         )
-        run = _Runner(self, prompts, mask, start, use_cache)
-        if num_beams > 1:
-            search = BeamSearch(
-                run.tokens, num_beams, max_length, eos, pad if pad is not None else -1,
-                length_penalty=length_penalty, early_stopping=early_stopping,
-            )
-            return self._beam_loop(run, search, processors, do_sample, generator,
-                                   num_return_sequences)
-        return self._token_loop(run, processors, do_sample, generator, max_length, eos, pad)
+        with _decoding_tensors(self):
+            run = _Runner(self, prompts, mask, start, use_cache)
+            if num_beams > 1:
+                search = BeamSearch(
+                    run.tokens, num_beams, max_length, eos, pad if pad is not None else -1,
+                    length_penalty=length_penalty, early_stopping=early_stopping,
+                )
+                return self._beam_loop(run, search, processors, do_sample, generator,
+                                       num_return_sequences)
+            return self._token_loop(run, processors, do_sample, generator, max_length, eos, pad)
 
     # ---------------------------------------------------------------------- loops
     def _token_loop(self, run, processors, do_sample, generator, max_length, eos, pad):
@@ -361,6 +364,18 @@ def _reorder(past: Any, index: flow.Tensor) -> Any:
         placed = index.to_global(placement=past.placement, sbp=[b] * len(past.sbp))
         return flow.index_select(past, 0, placed)
     return flow.index_select(past, 0, index.to(past.device))
+
+
+def _decoding_tensors(model: Any) -> ContextManager[Any]:
+    """Where the decoding loop runs: a model laid out on one process decodes on plain local
+    tensors (:func:`~libai.layers.utils.local_tensors`; the same kernels on the same values, so
+    the same tokens, at about half the Python work per token, since no step converts or checks
+    SBP/placements). Under several processes the model stays global, even a model laid out on
+    one of them (the other ranks hold nothing of it and must join its collective steps)."""
+    layout = model_layout(model)
+    if layout.is_global and layout.world_size == 1 and get_world_size() == 1:
+        return local_tensors(model)
+    return contextlib.nullcontext(model)
 
 
 def model_layout(model: Any) -> ParallelLayout:
