@@ -5,26 +5,7 @@ docs/generate_and_predict.md for usage.
 """
 from libai.models.utils.generation.beam_search import BeamSearch
 from libai.models.utils.generation.mixin import GenerationMixin
-from libai.models.utils.generation.processors import (
-    LogitsProcessor,
-    LogitsProcessorList,
-    MinLengthLogitsProcessor,
-    RepetitionPenaltyLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-    build_processors,
-)
+from libai.models.utils.generation import processors
+from libai.models.utils.generation.processors import *  # noqa: F401,F403  (its __all__, listed once)
 
-__all__ = [
-    "BeamSearch",
-    "GenerationMixin",
-    "LogitsProcessor",
-    "LogitsProcessorList",
-    "MinLengthLogitsProcessor",
-    "RepetitionPenaltyLogitsProcessor",
-    "TemperatureLogitsWarper",
-    "TopKLogitsWarper",
-    "TopPLogitsWarper",
-    "build_processors",
-]
+__all__ = ["BeamSearch", "GenerationMixin", *processors.__all__]
