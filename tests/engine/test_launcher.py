@@ -353,8 +353,11 @@ def test_sigterm_to_the_launcher_saves_one_checkpoint_and_leaves_no_process(runs
     assert p["stops"], f"P ended before it was signalled: S took {runs['S']['seconds']:.0f} s to be refused"
     assert len(p["stops"]) == 2 and len(set(p["stops"])) == 1, p["stops"]  # both ranks, one iteration
     last = p["last"]
-    # the first iteration where the ranks compare notes after the signal
-    assert (last + 1) % 10 == 0 and p["signalled_after"] <= last < p["signalled_after"] + 11 and last < ITERS - 1
+    # An iteration where the ranks compare notes, after the signal and well before the end. The
+    # log the test reads when it signals trails the ranks (up to a log period under load, and
+    # the test runs beside another worker), so the first agreement point the ranks reach after
+    # the signal may be the one after the next the log suggests: allow two periods.
+    assert (last + 1) % 10 == 0 and p["signalled_after"] <= last < p["signalled_after"] + 21 and last < ITERS - 1
     assert p["last_checkpoint"] == f"model_{last:07d}"
     assert not p["lock_left"]  # released on the way out
 
