@@ -7,14 +7,18 @@ launched rank other than 0 it also waits for rank 0's control port, so that OneF
 connection succeeds instead of sleeping 10 s before a retry. And it sets ``OPENBLAS_CORETYPE``
 from the CPU flags unless the user set it, because OneFlow's bundled OpenBLAS does not
 recognise some current processors and falls back to kernels at less than half their speed.
+On a machine without a GPU it runs OneFlow's eager CPU kernels on the scheduler thread
+(:func:`libai._runtime.choose_vm_threading`), which otherwise spins on a second core.
 In a launched rank it asks for SIGTERM when the launcher dies (see
 :func:`libai._runtime.stop_with_launcher`), so ranks never train on as orphans.
 """
 from libai._runtime import (
-    align_local_rank, choose_blas_kernels, preload_cuda_libraries, stop_with_launcher, wait_for_rank0,
+    align_local_rank, choose_blas_kernels, choose_vm_threading, preload_cuda_libraries, stop_with_launcher,
+    wait_for_rank0,
 )
 
 choose_blas_kernels()
+choose_vm_threading()
 align_local_rank()
 stop_with_launcher()
 wait_for_rank0()
