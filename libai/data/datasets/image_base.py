@@ -91,7 +91,7 @@ class InMemoryImageDataset(ImageClassificationDataset):
 
     def _read_split(self) -> Tuple[np.ndarray, np.ndarray]:
         """``(images, labels)`` of the split ``self.train`` names, from files under ``self.root``."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _read_split()")
 
     def __len__(self) -> int:
         return len(self.labels)
