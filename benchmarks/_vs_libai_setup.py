@@ -6,6 +6,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
+from _common import GPTSize
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUR_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 
@@ -14,13 +16,12 @@ OUR_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 # Sizes and FLOPs
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Size:
-    layers: int = 4
-    hidden: int = 256
-    heads: int = 8
-    ffn: int = 1024
-    seq: int = 128
+class Size(GPTSize):
+    """The benchmarks' GPT sizes (``_common.GPTSize``) with LiBai's vocabulary, an explicit FFN
+    width (LiBai's configs name it) and the micro-batch each rank trains on."""
+
     vocab: int = 8192
+    ffn: int = 1024
     micro_batch: int = 4
 
 
@@ -150,17 +151,26 @@ def engines(ref: str, runner: str, coretype: str) -> List[Engine]:
     ref_py = os.path.join(ref, "venv", "bin", "python")
     ref_cfg = os.path.join(ref, "src", "configs")
     blas = ("OPENBLAS_CORETYPE", "LIBAI_OPENBLAS_CORETYPE_CHOSEN")
+    # libai's other start-up choices without a GPU (libai/_runtime.py): eager kernels on
+    # OneFlow's scheduler thread, OneFlow's own CPU elementwise kernels instead of oneDNN's.
+    # Left to each engine's own default unless a row sets them.
+    cpu_choices = {"ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD": "0", "ONEFLOW_ENABLE_ONEDNN_OPTS": "0"}
+    cpu_vars = tuple(cpu_choices)
     # The venv's bin/ first on PATH: upstream compiles its dataset helper with `python3`.
     upstream_env = {"LIBAI_REF": ref, "LIBAI_REF_CAUSAL": "1",
                     "PATH": os.path.dirname(ref_py) + os.pathsep + os.environ.get("PATH", "")}
     result = [
         Engine("libai", OUR_PYTHON, os.path.join(REPO, "tools", "train_net.py"),
-               os.path.join(REPO, "configs"), drop_env=blas),
-        Engine("LiBai", ref_py, runner, ref_cfg, dict(upstream_env), drop_env=blas),
+               os.path.join(REPO, "configs"), drop_env=blas + cpu_vars),
+        Engine("LiBai", ref_py, runner, ref_cfg, dict(upstream_env), drop_env=blas + cpu_vars),
     ]
     if coretype:
         result.append(Engine("LiBai+BLAS", ref_py, runner, ref_cfg,
-                             dict(upstream_env, OPENBLAS_CORETYPE=coretype), drop_env=blas[1:]))
+                             dict(upstream_env, OPENBLAS_CORETYPE=coretype), drop_env=blas[1:] + cpu_vars))
+        # Everything libai sets at start-up, given to LiBai: what is left is the engine itself.
+        result.append(Engine("LiBai+env", ref_py, runner, ref_cfg,
+                             dict(upstream_env, OPENBLAS_CORETYPE=coretype, **cpu_choices),
+                             drop_env=blas[1:]))
     return result
 
 

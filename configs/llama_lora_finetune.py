@@ -13,14 +13,13 @@ checkpoint). The model is the tiny preset of configs/common/models/llama.py; ``l
 there gives Llama-2-7B's shape (with ``base_weights`` pointing at its Hugging Face directory).
 """
 from libai.config import LazyCall
-from libai.evaluation import PPLEvaluator
 from libai.models.utils.lora import lora_model
 
 from .common.data.gpt_dataset import dataloader, tokenization
 from .common.models.graph import graph
 from .common.models.llama import llama_tiny
 from .common.optim import optim
-from .common.train import train
+from .common.train import ppl_evaluation, train
 
 SEQ = 128
 
@@ -57,9 +56,5 @@ train.update(
         log_period=20,
     )
 )
-train.evaluation.enabled = True
-train.evaluation.evaluator = LazyCall(PPLEvaluator)()
-train.evaluation.eval_period = 200
-train.evaluation.eval_metric = "PPL"
-train.evaluation.eval_mode = "min"
+train.evaluation.update(ppl_evaluation(200))
 train.dist.pipeline_num_layers = model.model.cfg.hidden_layers

@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import re
-from typing import Iterator, List
+from typing import Callable, Iterable, Iterator, List, Optional
 
 
 def paragraphs(min_chars: int) -> Iterator[str]:
@@ -25,19 +25,27 @@ def paragraphs(min_chars: int) -> Iterator[str]:
                 yield text
 
 
-def main(argv: List[str] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpus_main(description: str, documents: Callable[[int], Iterable[str]], min_chars: int,
+                min_chars_help: str, argv: Optional[List[str]] = None) -> None:
+    """The command line of a corpus script: ``--output FILE --min-chars N`` writes
+    ``documents(N)`` to FILE as JSON lines ``{"text": ...}`` and says how much it wrote.
+    Shared with projects/llama_lora/make_docstrings.py."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--output", required=True, help="the JSON-lines file to write")
-    parser.add_argument("--min-chars", type=int, default=40,
-                        help="drop paragraphs shorter than this (headings, lone code lines)")
+    parser.add_argument("--min-chars", type=int, default=min_chars, help=min_chars_help)
     args = parser.parse_args(argv)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     count = chars = 0
     with open(args.output, "w") as f:
-        for text in paragraphs(args.min_chars):
+        for text in documents(args.min_chars):
             f.write(json.dumps({"text": text}) + "\n")
             count, chars = count + 1, chars + len(text)
     print(f"wrote {count} documents ({chars} characters) to {args.output}")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    corpus_main(__doc__.split("\n\n")[0], paragraphs, 40,
+                "drop paragraphs shorter than this (headings, lone code lines)", argv)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,18 @@ characters.
 
     python projects/llama_lora/make_docstrings.py --output data/llama_lora/docstrings.jsonl
 """
-import argparse
 import ast
-import json
 import os
+import sys
 import sysconfig
-from typing import Iterator, List
+from typing import Iterator, List, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+# the same command line and output as the base corpus' script
+from projects.gpt2_tiny_pretrain.make_corpus import corpus_main  # noqa: E402
 
 #: Standard-library modules whose docstrings form the corpus (pure-Python, in every CPython).
 MODULES = (
@@ -44,18 +50,8 @@ def docstrings(min_chars: int) -> Iterator[str]:
                         yield text
 
 
-def main(argv: List[str] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="the JSON-lines file to write")
-    parser.add_argument("--min-chars", type=int, default=60, help="drop shorter docstrings")
-    args = parser.parse_args(argv)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    count = chars = 0
-    with open(args.output, "w") as f:
-        for text in docstrings(args.min_chars):
-            f.write(json.dumps({"text": text}) + "\n")
-            count, chars = count + 1, chars + len(text)
-    print(f"wrote {count} documents ({chars} characters) to {args.output}")
+def main(argv: Optional[List[str]] = None) -> None:
+    corpus_main(__doc__.split("\n\n")[0], docstrings, 60, "drop shorter docstrings", argv)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ placeholder values that tests/configs/recipe_overrides.py refers to as ``{name}`
 import json
 import os
 import pickle
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 from PIL import Image
@@ -73,13 +73,17 @@ def _image_tree(root: str, rng: np.random.Generator, per_class: int) -> str:
     return root
 
 
-def _cifar100(root: str, rng: np.random.Generator) -> str:
+def write_cifar100(root: str, rng: np.random.Generator, counts: Tuple[int, int] = (16, 8),
+                   num_classes: int = IMAGE_CLASSES) -> str:
+    """``root/cifar-100-python/{train,test}``: ``counts`` random 32×32 RGB images per split
+    (drawn from ``rng``), the i-th labelled ``i % num_classes``; returns ``root``. Also the
+    fake CIFAR-100 of the data-config and vision-model tests."""
     folder = os.path.join(root, "cifar-100-python")
     os.makedirs(folder, exist_ok=True)
-    for name, count in (("train", 16), ("test", 8)):
+    for name, count in zip(("train", "test"), counts):
         with open(os.path.join(folder, name), "wb") as handle:
             pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
-                         b"fine_labels": [i % IMAGE_CLASSES for i in range(count)]}, handle)
+                         b"fine_labels": [i % num_classes for i in range(count)]}, handle)
     return root
 
 
@@ -103,7 +107,7 @@ def build_tiny_data(root: str) -> Dict[str, str]:
     values = {**_bert_files(root, corpus), **_gpt_files(root, corpus)}
     values["image_train"] = _image_tree(os.path.join(root, "images", "train"), rng, per_class=4)
     values["image_val"] = _image_tree(os.path.join(root, "images", "val"), rng, per_class=2)
-    values["cifar_root"] = _cifar100(os.path.join(root, "cifar"), rng)
+    values["cifar_root"] = write_cifar100(os.path.join(root, "cifar"), rng)
     for split in ("train", "val"):
         out = os.path.join(root, "ofrecord", split)
         convert_image_folder_to_ofrecord(values[f"image_{split}"], out)

@@ -1,6 +1,5 @@
 """configs/common/data/{mnist,cifar100,imagenet,imagenet_ofrecord}.py load, save and build."""
 import os
-import pickle
 
 import numpy as np
 import pytest
@@ -8,6 +7,7 @@ import pytest
 from libai.config import LazyConfig, instantiate
 from libai.data.datasets.ofrecord import convert_image_folder_to_ofrecord
 from libai.data.mixup import Mixup
+from tests.configs.tiny_data import write_cifar100
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = ["mnist", "cifar100", "imagenet", "imagenet_ofrecord"]
@@ -30,13 +30,7 @@ def test_config_has_train_and_test_loaders_and_survives_yaml(name, tmp_path):
 
 @pytest.fixture
 def cifar100_root(tmp_path):
-    folder = tmp_path / "cifar-100-python"
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    for name, count in (("train", 6), ("test", 3)):
-        with open(folder / name, "wb") as f:
-            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
-                         b"fine_labels": list(range(count))}, f)
+    write_cifar100(str(tmp_path), np.random.default_rng(0), counts=(6, 3), num_classes=100)
     return tmp_path
 
 

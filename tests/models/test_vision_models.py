@@ -21,6 +21,7 @@ from libai.models.swin import (
 from libai.models.vision_common import ImageClassificationLoss, PatchEmbedding
 from libai.utils.distributed import ParallelLayout
 from libai.utils.testing import launch
+from tests.configs.tiny_data import write_cifar100
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -371,22 +372,10 @@ def test_docs_python_examples_print_what_the_page_says(capsys):
     assert "(4, 16, 16) True 64" in out
 
 
-def _fake_cifar100(root):
-    import pickle
-
-    folder = root / "cifar-100-python"
-    folder.mkdir()
-    rng = np.random.default_rng(0)
-    for split, count in (("train", 16), ("test", 8)):
-        with open(folder / split, "wb") as f:
-            pickle.dump({b"data": rng.integers(0, 256, (count, 3072), dtype=np.uint8),
-                         b"fine_labels": list(rng.integers(0, 100, count))}, f)
-
-
 def test_docs_cifar_config_trains_and_evaluates(tmp_path):
     from libai.engine import DefaultTrainer
 
-    _fake_cifar100(tmp_path)
+    write_cifar100(str(tmp_path), np.random.default_rng(0), num_classes=100)
     path = tmp_path / "vit_cifar100.py"
     path.write_text(_doc_config())
     cfg = LazyConfig.load(str(path))

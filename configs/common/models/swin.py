@@ -14,7 +14,8 @@ import copy
 from libai.config import LazyCall
 from libai.models import SwinTransformer
 
-model = LazyCall(SwinTransformer)(
+# The small CPU defaults (Swin-T's values in the comments), shared by SwinV2's config.
+_SMALL_SWIN = dict(
     img_size=32,  # Swin-T: 224
     patch_size=2,  # Swin-T: 4
     in_chans=3,
@@ -29,6 +30,9 @@ model = LazyCall(SwinTransformer)(
     attn_drop_rate=0.0,
     drop_path_rate=0.1,  # Swin-T: 0.2
     patch_norm=True,
+)
+model = LazyCall(SwinTransformer)(
+    **_SMALL_SWIN,
     loss_func=None,  # None = cross entropy on hard labels or soft targets
 )
 

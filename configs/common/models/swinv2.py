@@ -15,23 +15,12 @@ import copy
 from libai.config import LazyCall
 from libai.models import SwinTransformerV2
 
-from .swin import _SWIN_SIZES
+from .swin import _SMALL_SWIN, _SWIN_SIZES
 
+# The small CPU defaults are Swin's (configs/common/models/swin.py; the V2 sizes of the
+# docstring are what swinv2_preset sets); V2 adds the windows its weights were pretrained with.
 model = LazyCall(SwinTransformerV2)(
-    img_size=32,  # SwinV2-T: 256
-    patch_size=2,  # SwinV2-T: 4
-    in_chans=3,
-    num_classes=100,  # ImageNet: 1000
-    embed_dim=64,  # SwinV2-T: 96
-    depths=[2, 2, 2],  # SwinV2-T: [2, 2, 6, 2]
-    num_heads=[2, 4, 8],  # SwinV2-T: [3, 6, 12, 24]
-    window_size=4,  # SwinV2-T: 8 or 16 (each stage's map must be a multiple of it)
-    mlp_ratio=4.0,
-    qkv_bias=True,
-    drop_rate=0.0,
-    attn_drop_rate=0.0,
-    drop_path_rate=0.1,  # SwinV2-T: 0.2
-    patch_norm=True,
+    **_SMALL_SWIN,
     pretrained_window_sizes=[0, 0, 0, 0],
     loss_func=None,  # None = cross entropy on hard labels or soft targets
 )
