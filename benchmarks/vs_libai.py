@@ -81,7 +81,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="process count and mode, comma-separated")
     parser.add_argument("--bert-setups", default="1-graph",
                         help="the setups BERT runs in (GPT-2 runs in all of --setups)")
-    parser.add_argument("--engines", default="libai,LiBai,LiBai+BLAS")
+    parser.add_argument("--engines", default="libai,LiBai,LiBai+BLAS,LiBai+env")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up runs")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "libai_vs_libai"))
     parser.add_argument("--quick", action="store_true",

@@ -8,17 +8,21 @@ connection succeeds instead of sleeping 10 s before a retry. And it sets ``OPENB
 from the CPU flags unless the user set it, because OneFlow's bundled OpenBLAS does not
 recognise some current processors and falls back to kernels at less than half their speed.
 On a machine without a GPU it runs OneFlow's eager CPU kernels on the scheduler thread
-(:func:`libai._runtime.choose_vm_threading`), which otherwise spins on a second core.
+(:func:`libai._runtime.choose_vm_threading`), which otherwise spins on a second core, and
+uses OneFlow's own CPU kernels instead of oneDNN's for broadcasting arithmetic
+(:func:`libai._runtime.choose_cpu_elementwise_kernels`): several broadcast patterns fall back to
+oneDNN's reference loop, 10-100x slower.
 In a launched rank it asks for SIGTERM when the launcher dies (see
 :func:`libai._runtime.stop_with_launcher`), so ranks never train on as orphans.
 """
 from libai._runtime import (
-    align_local_rank, choose_blas_kernels, choose_vm_threading, preload_cuda_libraries, stop_with_launcher,
-    wait_for_rank0,
+    align_local_rank, choose_blas_kernels, choose_cpu_elementwise_kernels, choose_vm_threading,
+    preload_cuda_libraries, stop_with_launcher, wait_for_rank0,
 )
 
 choose_blas_kernels()
 choose_vm_threading()
+choose_cpu_elementwise_kernels()
 align_local_rank()
 stop_with_launcher()
 wait_for_rank0()

@@ -341,13 +341,48 @@ def choose_vm_threading(environ: Optional[MutableMapping[str, str]] = None,
     before OneFlow loads; a value the user set is kept, and with a GPU OneFlow's default stands.
     Returns ``{"value", "source"}`` for the environment table.
     """
+    return _set_unless_gpu_or_user(VM_THREAD_VARIABLE, "0", "CPU kernels on the scheduler thread",
+                                   environ, has_gpu)
+
+
+def _set_unless_gpu_or_user(variable: str, value: str, why: str,
+                            environ: Optional[MutableMapping[str, str]],
+                            has_gpu: Optional[bool]) -> Dict[str, str]:
+    """Set a OneFlow variable to libai's CPU choice, unless the user set it or a GPU is present."""
     env = os.environ if environ is None else environ
-    if VM_THREAD_VARIABLE in env:
-        return {"value": env[VM_THREAD_VARIABLE], "source": "user or parent process"}
+    if variable in env:
+        return {"value": env[variable], "source": "user or parent process"}
     if has_gpu if has_gpu is not None else _has_nvidia_device():
         return {"value": "", "source": "OneFlow's default (a GPU is present)"}
-    env[VM_THREAD_VARIABLE] = "0"
-    return {"value": "0", "source": "libai (no GPU: CPU kernels on the scheduler thread)"}
+    env[variable] = value
+    return {"value": value, "source": f"libai (no GPU: {why})"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Which CPU elementwise kernels OneFlow uses
+# ---------------------------------------------------------------------------------------------
+ONEDNN_VARIABLE = "ONEFLOW_ENABLE_ONEDNN_OPTS"
+
+
+def choose_cpu_elementwise_kernels(environ: Optional[MutableMapping[str, str]] = None,
+                                   has_gpu: Optional[bool] = None) -> Dict[str, str]:
+    """Use OneFlow's own CPU kernels for broadcasting arithmetic and softmax on a machine with no GPU.
+
+    OneFlow 0.9 sends CPU broadcasting binary ops, n-ary adds and softmax to its bundled oneDNN,
+    whose optimised kernels cover only some broadcast patterns; the others fall back to oneDNN's
+    reference loop, one element at a time. Measured on this project's 2-core AMD EPYC with one
+    thread: ``[512, 8192] - [512, 1]`` (a per-row statistic, as in a loss or a norm) 360 ms with
+    oneDNN against 2.6 ms without; ``[4, 128, 256] * [4, 128, 1]`` 11 ms against 0.06; a comparison
+    giving booleans 12 ms against 0.1. oneDNN wins a few (softmax over ``[4, 8, 128, 128]`` 0.6 ms
+    against 3.3; a mask broadcast over heads 0.2 against 4.1), but on whole training steps
+    OneFlow's kernels take 30-43% less CPU (GPT-2 of 4 layers, hidden 256: Eager 1.03 -> 0.59,
+    Graph 1.1-1.3 -> 0.74-0.90 CPU-s per step; losses equal to 1e-7). So with no NVIDIA device,
+    libai sets ``ONEFLOW_ENABLE_ONEDNN_OPTS=0`` before OneFlow loads; a value the user set is kept,
+    and with a GPU OneFlow's default stands. Returns ``{"value", "source"}`` for the environment
+    table.
+    """
+    return _set_unless_gpu_or_user(ONEDNN_VARIABLE, "0", "OneFlow's own CPU kernels, not oneDNN's",
+                                   environ, has_gpu)
 
 
 _PR_SET_PDEATHSIG = 1

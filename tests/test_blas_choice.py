@@ -122,25 +122,30 @@ def test_the_start_up_check_names_the_variable_when_oneflow_computes_something_e
         _runtime.check_blas_kernels()
 
 
+CPU_CHOICES = [(_runtime.VM_THREAD_VARIABLE, _runtime.choose_vm_threading),
+               (_runtime.ONEDNN_VARIABLE, _runtime.choose_cpu_elementwise_kernels)]
 VM_PROBE = ("import os, libai, oneflow; "
-            "print('VM', os.environ.get('ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD', 'unset'))")
+            + "; ".join(f"print('VM', os.environ.get({variable!r}, 'unset'))" for variable, _ in CPU_CHOICES))
 
 
+@pytest.mark.parametrize("variable, choose", CPU_CHOICES)
 @pytest.mark.parametrize("user, has_gpu, expected", [(None, False, "0"), (None, True, None), ("1", False, "1")])
-def test_vm_threading_is_chosen_without_a_gpu_and_never_over_the_users_value(user, has_gpu, expected):
-    env = {} if user is None else {_runtime.VM_THREAD_VARIABLE: user}
-    choice = _runtime.choose_vm_threading(env, has_gpu=has_gpu)
-    assert env.get(_runtime.VM_THREAD_VARIABLE) == expected
+def test_cpu_choices_are_made_without_a_gpu_and_never_over_the_users_value(variable, choose, user, has_gpu,
+                                                                           expected):
+    env = {} if user is None else {variable: user}
+    choice = choose(env, has_gpu=has_gpu)
+    assert env.get(variable) == expected
     assert choice["value"] == (expected or "")
 
 
 def test_a_process_that_imports_libai_runs_with_the_choice_and_keeps_a_user_value():
-    base = {k: v for k, v in os.environ.items() if k != _runtime.VM_THREAD_VARIABLE}
+    variables = [variable for variable, _ in CPU_CHOICES]
+    base = {k: v for k, v in os.environ.items() if k not in variables}
     base["PYTHONPATH"] = REPO
     seen = []
-    for extra in ({}, {_runtime.VM_THREAD_VARIABLE: "1"}):
+    for extra in ({}, {variable: "1" for variable in variables}):
         out = subprocess.run([sys.executable, "-c", VM_PROBE], env={**base, **extra},
                              capture_output=True, text=True, timeout=300)
         seen.append([line for line in out.stdout.splitlines() if line.startswith("VM ")])
     expected_default = "unset" if _runtime._has_nvidia_device() else "0"
-    assert seen == [[f"VM {expected_default}"], ["VM 1"]]
+    assert seen == [[f"VM {expected_default}"] * len(variables), ["VM 1"] * len(variables)]

@@ -280,8 +280,8 @@ def _env_rows() -> List[Tuple[str, Any]]:
     rows.append(("CPU count", os.cpu_count()))
     rows.append(("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "unset")))
     rows.append(("OPENBLAS_CORETYPE", _blas_row()))
-    rows.append(("ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD", os.environ.get("ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD",
-                                                                  "unset (OneFlow's default)")))
+    for variable in ("ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD", "ONEFLOW_ENABLE_ONEDNN_OPTS"):
+        rows.append((variable, os.environ.get(variable, "unset (OneFlow's default)")))
     return rows
 
 
