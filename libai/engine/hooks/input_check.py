@@ -51,7 +51,8 @@ def _values(t: flow.Tensor) -> Optional[flow.Tensor]:
 def _min_max(t: flow.Tensor) -> Tuple[int, int]:
     if t.numel() == 0:
         return 0, 0
-    return int(t.min().item()), int(t.max().item())
+    low, high = flow.stack([t.min(), t.max()]).tolist()  # one host synchronisation, not two
+    return int(low), int(high)
 
 
 def _is_integer(t: flow.Tensor) -> bool:
