@@ -41,7 +41,7 @@ from oneflow import nn
 
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
-from libai.layers.utils import active_dropout, arange, broadcast, split, to_sbp
+from libai.layers.utils import active_dropout, arange, broadcast, output_dropout, split, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["AttnMaskType", "MultiheadAttention"]
@@ -297,12 +297,7 @@ class MultiheadAttention(nn.Module):
         return flow.softmax(scores, dim=-1)
 
     def _output(self, context: flow.Tensor) -> flow.Tensor:
-        output = self.dense(context)
-        if self.bias_dropout_fusion:
-            output, bias = output
-            p = self.output_dropout_prob if self.training else 0.0
-            return flow._C.fused_bias_add_dropout(output, bias, p=p, axis=output.ndim - 1)
-        return active_dropout(self.output_dropout, output)
+        return output_dropout(self.output_dropout, self.dense(context), self.bias_dropout_fusion)
 
     def extra_repr(self) -> str:
         return (

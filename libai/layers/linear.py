@@ -36,8 +36,8 @@ class Linear(nn.Module):
             Xavier-normal.
         skip_bias_add: return ``(x Wᵀ, b)`` and let the caller add the bias, so it can fuse
             the add with the next op (bias+GELU, bias+dropout).
-        layer_idx: which layer this belongs to; picks the pipeline stage.
-        dtype: parameter dtype.
+        dtype: parameter dtype (positional after ``skip_bias_add``, as in LiBai).
+        layer_idx: which layer this belongs to; picks the pipeline stage (keyword only).
     """
 
     # Conv1D (GPT-2's layout) stores the weight [in, out]; everything else is the same
@@ -51,9 +51,9 @@ class Linear(nn.Module):
         parallel: str = "data",
         init_method: Callable[[flow.Tensor], Any] = nn.init.xavier_normal_,
         skip_bias_add: bool = False,
+        dtype: flow.dtype = flow.float32,
         *,
         layer_idx: int = 0,
-        dtype: flow.dtype = flow.float32,
     ) -> None:
         super().__init__()
         if parallel not in _PARALLEL_MODES:

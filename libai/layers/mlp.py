@@ -24,7 +24,7 @@ from oneflow import nn
 
 from libai.layers.activation import build_activation
 from libai.layers.linear import Linear
-from libai.layers.utils import active_dropout
+from libai.layers.utils import output_dropout
 from libai.utils.distributed import current_layout
 
 __all__ = ["MLP"]
@@ -106,9 +106,4 @@ class MLP(nn.Module):
             inner = self.activation_func(inner)
         if self.gated:
             inner = inner * self.dense_h_to_4h_linear(hidden_states)
-        out = self.dense_4h_to_h(inner)
-        if self.bias_dropout_fusion:
-            out, bias = out
-            p = self.output_dropout_prob if self.training else 0.0
-            return flow._C.fused_bias_add_dropout(out, bias, p=p, axis=out.ndim - 1)
-        return active_dropout(self.dropout, out)
+        return output_dropout(self.dropout, self.dense_4h_to_h(inner), self.bias_dropout_fusion)

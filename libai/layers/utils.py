@@ -27,7 +27,7 @@ transiently materialises one full parameter at a time (peak extra memory = the l
 parameter, e.g. the word embedding), plus one broadcast of that parameter over its stage.
 """
 import contextlib
-from typing import Any, Callable, Iterator, List, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
@@ -49,6 +49,7 @@ __all__ = [
     "arange",
     "sbp_equal",
     "active_dropout",
+    "output_dropout",
 ]
 
 
@@ -259,6 +260,25 @@ def active_dropout(dropout: nn.Dropout, x: flow.Tensor) -> flow.Tensor:
     if dropout.training and dropout.p > 0:
         return dropout(x)
     return x
+
+
+def output_dropout(
+    dropout: nn.Dropout, output: Union[flow.Tensor, Tuple[flow.Tensor, Optional[flow.Tensor]]],
+    fused: bool,
+) -> flow.Tensor:
+    """The dropout that closes a branch (attention output, MLP output).
+
+    ``fused``: ``output`` is the ``(x Wᵀ, bias)`` pair of a ``skip_bias_add`` Linear, and the
+    bias add and the dropout run as one CUDA kernel (a layer enables it only on CUDA); else
+    ``output`` is the biased tensor and this is :func:`active_dropout`.
+    """
+    if not fused:
+        return active_dropout(dropout, output)
+    x, bias = output
+    if bias is None:  # a bias-free projection: nothing to fuse
+        return active_dropout(dropout, x)
+    p = dropout.p if dropout.training else 0.0
+    return flow._C.fused_bias_add_dropout(x, bias, p=p, axis=x.ndim - 1)
 
 
 @contextlib.contextmanager

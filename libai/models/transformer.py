@@ -200,17 +200,18 @@ class TransformerStack(nn.Module):
         self,
         hidden_states: flow.Tensor,
         attention_mask: Optional[flow.Tensor] = None,
-        encoder_states: Optional[flow.Tensor] = None,
-        encoder_attention_mask: Optional[flow.Tensor] = None,
+        *,
         past_key_values: Optional[Sequence[KeyValue]] = None,
         use_cache: bool = False,
-        position_bias: Optional[flow.Tensor] = None,
-        encoder_decoder_position_bias: Optional[flow.Tensor] = None,
+        **block_inputs: Any,
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, Tuple[KeyValue, ...]]]:
         """Run every block; with ``use_cache`` also return each block's key/value cache.
 
-        ``position_bias`` / ``encoder_decoder_position_bias`` (additive attention-score biases,
-        T5's relative positions) are shared by every block.
+        ``block_inputs`` are the remaining keyword inputs of
+        :meth:`~libai.layers.TransformerLayer.forward` (``encoder_states`` /
+        ``encoder_attention_mask`` of a decoder, T5's additive ``position_bias`` /
+        ``encoder_decoder_position_bias``); every block gets them unchanged, so the stack
+        does not restate the block's inputs.
 
         ``past_key_values`` holds one entry per block, as a previous ``use_cache=True`` call
         returned them (see :meth:`~libai.layers.TransformerLayer.forward`); the result is then
@@ -218,10 +219,7 @@ class TransformerStack(nn.Module):
         stack only threads it through.
         """
         out = run_blocks(
-            self.layers, hidden_states, attention_mask, past_key_values, use_cache,
-            encoder_states=encoder_states, encoder_attention_mask=encoder_attention_mask,
-            position_bias=position_bias,
-            encoder_decoder_position_bias=encoder_decoder_position_bias,
+            self.layers, hidden_states, attention_mask, past_key_values, use_cache, **block_inputs
         )
         hidden_states, presents = out if use_cache else (out, None)
         if self.final_layernorm is not None:

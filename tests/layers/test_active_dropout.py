@@ -1,9 +1,10 @@
-"""active_dropout: skips the dropout call only where it would return its input untouched."""
+"""active_dropout: skips the dropout call only where it would return its input untouched;
+output_dropout, the branch-closing dropout of attention and MLP built on it."""
 import numpy as np
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import active_dropout
+from libai.layers.utils import active_dropout, output_dropout
 
 
 def test_skipped_in_eval_and_at_zero_probability_without_drawing_random_numbers():
@@ -31,3 +32,12 @@ def test_applied_in_training_through_the_module():
     assert got is dropout.result
     values = got.numpy()
     assert (values == 0).any() and (values == 2).any()
+
+
+def test_output_dropout_unfused_is_active_dropout_and_a_bias_free_pair_needs_no_fusion():
+    x = flow.ones(2, 8)
+    dropout = nn.Dropout(0.5)
+    dropout.eval()
+    assert output_dropout(dropout, x, fused=False) is x
+    # a skip_bias_add Linear without bias hands over (x, None): nothing to fuse with
+    assert output_dropout(dropout, (x, None), fused=True) is x

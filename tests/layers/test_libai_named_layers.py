@@ -7,7 +7,7 @@ import numpy as np
 import oneflow as flow
 import pytest
 
-from libai.layers import Conv1D, LayerNorm, PatchEmbedding, SinePositionalEmbedding
+from libai.layers import Conv1D, LayerNorm, Linear, PatchEmbedding, SinePositionalEmbedding
 from libai.layers.droppath import DropPath, drop_path
 
 
@@ -21,6 +21,17 @@ def test_conv1d_is_x_times_w_plus_b(local_layout):
     np.testing.assert_allclose(layer(flow.tensor(x)).numpy(), expected, rtol=1e-5, atol=1e-5)
     y, bias = Conv1D(5, 3, skip_bias_add=True)(flow.tensor(x))
     assert tuple(y.shape) == (2, 4, 3) and tuple(bias.shape) == (3,)
+
+
+def test_linear_and_conv1d_take_libais_positional_order(local_layout):
+    # LiBai: (in, out, bias, parallel, init_method, skip_bias_add, dtype, *, layer_idx)
+    for cls, shape in ((Linear, (3, 5)), (Conv1D, (5, 3))):
+        layer = cls(5, 3, False, "data", flow.nn.init.ones_, False, flow.float64, layer_idx=0)
+        assert layer.weight.dtype == flow.float64 and tuple(layer.weight.shape) == shape
+        assert layer.bias is None
+        np.testing.assert_allclose(layer(flow.ones(2, 5, dtype=flow.float64)).numpy(), 5.0)
+        with pytest.raises(TypeError):  # layer_idx stays keyword-only, as in LiBai
+            cls(5, 3, True, "data", flow.nn.init.ones_, False, flow.float32, 0)
 
 
 def test_conv1d_rejects_unknown_parallel_mode(local_layout):
