@@ -93,6 +93,7 @@ class LayerCost:
     flops_score: float = 0.0  # forward FLOPs per token and key (attention), split
     logits_transient: float = 0.0  # fp32 elements per token of the logits' gradient, split
     logits_transient_tp: float = 0.0  # more of them when tensor parallel (split vocabulary)
+    vocab_table: float = 0.0  # bytes of a trainable [vocab, hidden] table an LM head reads (split)
     tp_allreduce_e: float = 0.0  # elements per token all-reduced over tensor parallelism (fwd)
     work_score: float = 0.0  # backward workspace: heads of the widest attention (2 score grads)
     work_split: float = 0.0  # backward workspace: inner size of the widest MLP (2 grads)
@@ -152,8 +153,11 @@ def layer_costs(shape: ModelShape, num_layers: int, composite: bool = False) -> 
     def at(idx: int) -> LayerCost:
         return costs[idx % num_layers] if -num_layers <= idx < num_layers else costs[-1]
 
+    vocabs = {m.dims["vocab"] for m in shape.of_kind("logits")}
     for p in shape.params:
         c = at(p.layer_idx)
+        if p.trainable and p.split_axis == 0 and len(p.shape) == 2 and p.shape[0] in vocabs:
+            c.vocab_table += p.numel * p.itemsize
         if p.split_axis is None:
             c.param_rep += p.numel * p.itemsize
             c.train_rep += p.numel * p.itemsize if p.trainable else 0

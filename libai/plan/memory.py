@@ -15,7 +15,16 @@ plan is computed per stage. Rules, per rank of stage ``s``:
 - communication: the gradient all-reduce fusion buffer (twice) under DP, the send/receive
   buffers of one micro-batch's boundary activation under PP, and the copy of a tied word
   embedding (and its gradient) on the last stage when it lives on the first;
-- registered buffers (masks, tables) on the first stage.
+- registered buffers (masks, tables) on the first stage;
+- allocator (Eager only): what OneFlow's caching allocator loses from the second step on
+  around the LM head's fp32 logits-sized tensors (:func:`logits_fragmentation`).
+
+OneFlow's eager allocator (``vm::BinAllocator`` in 0.9, the same for CPU and CUDA streams) takes
+memory in blocks it never returns while it can grow: a request under 1 MiB opens a 2 MiB block,
+one under 10 MiB a 20 MiB block, a larger one a block of its own size rounded up to 2 MiB. It
+serves a request from the smallest free piece that holds it, and splits the piece only when the
+piece is at least twice the request or the rest is at least 128 MiB; otherwise the request takes
+the whole piece. Free pieces merge only with their neighbours inside one block.
 """
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Sequence
@@ -23,7 +32,10 @@ from typing import Dict, List, Sequence
 from libai.plan.costs import Activation, LayerCost
 from libai.plan.run_shape import RunShape
 
-__all__ = ["StageMemory", "stage_memory", "memory_plan"]
+__all__ = ["StageMemory", "stage_memory", "memory_plan", "allocator_block", "logits_fragmentation"]
+
+MIB = 2 ** 20
+_SPLIT_THRESHOLD = 128 * MIB  # a free piece whose rest would be this large is always split
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,7 @@ class StageMemory:
     amp_copies: float
     communication: float
     buffers: float
+    allocator: float = 0.0
 
     @property
     def model_states(self) -> float:
@@ -49,7 +62,7 @@ class StageMemory:
     @property
     def total(self) -> float:
         return (self.model_states + self.activations + self.transient + self.amp_copies
-                + self.communication + self.buffers)
+                + self.communication + self.buffers + self.allocator)
 
     def as_dict(self) -> Dict[str, float]:
         out = asdict(self)
@@ -62,6 +75,64 @@ def _sum(acts: Sequence[Activation]) -> Activation:
     for a in acts:
         total.add(a)
     return total
+
+
+def allocator_block(nbytes: float) -> float:
+    """Bytes of the block OneFlow's allocator opens for a request no free piece holds."""
+    if nbytes < MIB:
+        return 2.0 * MIB
+    if nbytes < 10 * MIB:
+        return 20.0 * MIB
+    return float(-(-int(nbytes) // (2 * MIB)) * 2 * MIB)
+
+
+def _taken(piece: float, request: float) -> float:
+    """Bytes a request occupies in a free piece (the whole piece unless it is split)."""
+    return request if piece >= 2 * request or piece - request >= _SPLIT_THRESHOLD else piece
+
+
+def logits_fragmentation(logits_bytes: float, states: Sequence[float]) -> float:
+    """What the allocator loses from the second Eager step on, on the stage of the LM head.
+
+    The first step puts each fp32 logits-sized tensor (the logits, the loss's softmax, their
+    gradient) in a block of its own (``allocator_block``; when it is 10 MiB or more, else the
+    tensors share blocks and nothing is counted), freed by the first backward. The
+    persistent tensors made then, the vocabulary table's gradient and optimizer slots
+    (``states``, bytes each), are the largest requests of that moment and the best fit for
+    them are those pieces: a state no larger than a piece splits it when the piece is at least
+    twice its size, else takes it whole. From the second step the forward finds one logits
+    piece fewer and opens one more block, and each state that took a piece whole wastes the
+    rest of it. Measured on GPT-2 small (2 × 512 tokens, vocabulary 50,304, width 768: pieces
+    of 198 MiB taken whole by three 147 MiB tensors) and tiny (pieces of 64 MiB split by 8 MiB
+    states), the footprint after two steps exceeds a perfect packing (the first step's
+    footprint + the gradients and optimizer state) by 352 MiB and 70 MiB; this gives 350
+    and 64 (``docs/preflight.md``, "The allocator").
+    """
+    if logits_bytes < 10 * MIB:  # smaller requests share 20 MiB blocks: not modelled
+        return 0.0
+    piece = allocator_block(logits_bytes)
+    fitting = [x for x in states if 0 < x <= piece]
+    if not fitting:
+        return 0.0
+    return piece + sum(_taken(piece, x) - x for x in fitting)
+
+
+def _eager_allocator(costs: Sequence[LayerCost], layers: Sequence[LayerCost], run: RunShape,
+                     tied_embedding_bytes: float) -> float:
+    """:func:`logits_fragmentation` of a stage (0 in Graph mode, whose memory is planned ahead)."""
+    vocab = sum(c.logits_transient for c in layers)
+    if run.graph or not vocab:
+        return 0.0
+    tp, dp = run.tp, run.dp
+    zero = run.zero_stage if dp > 1 else 0
+    table = sum(c.vocab_table for c in layers) / tp
+    if table:  # the table lives here: its gradient and optimizer slots
+        states = [table / (dp if zero >= 2 else 1)] + [table / (dp if zero >= 1 else 1)] * run.optimizer_slots
+    elif run.pp > 1 and tied_embedding_bytes and any(c.vocab_table for c in costs):
+        states = [tied_embedding_bytes / tp]  # the gradient of the tied copy on the last stage
+    else:
+        states = []
+    return logits_fragmentation(4.0 * run.micro_batch * run.seq * vocab / tp, states)
 
 
 def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_bytes: float = 0.0,
@@ -101,6 +172,7 @@ def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_b
         activations_per_micro_batch=per_micro, micro_batches_in_flight=in_flight,
         activations=per_micro * in_flight, transient=transient, amp_copies=amp,
         communication=comm, buffers=buffer_bytes if stage == 0 else 0.0,
+        allocator=_eager_allocator(costs, layers, run, tied_embedding_bytes),
     )
 
 

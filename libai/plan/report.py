@@ -56,7 +56,7 @@ def format_plan(plan) -> str:
         mrows.append([f"{m.stage} ({r0}..{r1})", format_bytes(m.parameters), format_bytes(m.gradients),
                       format_bytes(m.optimizer),
                       f"{format_bytes(m.activations_per_micro_batch)} × {m.micro_batches_in_flight}",
-                      format_bytes(m.transient), format_bytes(m.amp_copies + m.communication + m.buffers),
+                      format_bytes(m.transient + m.allocator), format_bytes(m.amp_copies + m.communication + m.buffers),
                       format_bytes(m.total)])
     out.append(_table(mrows, ["stage (ranks)", "params", "grads", "optimizer", "activations",
                               "transient", "amp/comm/buffers", "total"]))

@@ -77,3 +77,42 @@ def test_suggest_ranks_every_valid_layout_of_1024_devices(gpt3):
     assert best.peak_bytes == max(m.total for m in memory_plan(gpt3.costs, best.run, gpt3.model.buffer_bytes,
                                                                gpt3.model.tied_embedding_bytes))
     assert best.peak_bytes <= gpt3.device.memory * 0.95
+
+
+def test_allocator_blocks_follow_oneflows_bin_allocator_rule():
+    from libai.plan.memory import allocator_block
+
+    mib = 2 ** 20
+    assert allocator_block(0.5 * mib) == 2 * mib  # under 1 MiB: a 2 MiB block
+    assert allocator_block(5 * mib) == 20 * mib  # 1 to 10 MiB: a 20 MiB block
+    assert allocator_block(10 * mib) == 10 * mib  # from 10 MiB: its size rounded up to 2 MiB
+    assert allocator_block(2 * 512 * 50304 * 4) == 198 * mib  # GPT-2 small's logits: 196.5 MiB
+
+
+def test_logits_fragmentation_by_hand():
+    from libai.plan.memory import logits_fragmentation
+
+    mib = 2 ** 20
+    # GPT-2 small, 2 × 512 tokens: 198 MiB pieces, each taken whole by one of three 147.375 MiB
+    # states (the embedding's gradient and AdamW's two slots): one more piece + 3 × 50.625 MiB
+    small = logits_fragmentation(2 * 512 * 50304 * 4, [50304 * 768 * 4] * 3)
+    assert small == (198 + 3 * 50.625) * mib
+    # GPT-2 tiny: 64 MiB pieces, 8 MiB states split them: one more piece only
+    assert logits_fragmentation(8 * 256 * 8192 * 4, [8 * mib] * 3) == 64 * mib
+    # states larger than the pieces never land in them; small logits share blocks
+    assert logits_fragmentation(16 * mib, [20 * mib]) == 0.0
+    assert logits_fragmentation(9 * mib, [1 * mib]) == 0.0
+    assert logits_fragmentation(64 * mib, []) == 0.0
+
+
+def test_allocator_term_of_the_lm_head_stage_in_eager_only(tiny_cfg):
+    # 8 × 32 tokens, vocabulary 16,384: fp32 logits 16 MiB, a block of their own; the tied
+    # table (16,384 × 64 fp32 = 4 MiB), its gradient and two AdamW slots split the piece
+    over = ["model.cfg.vocab_size=16384"]
+    eager = libai.plan(tiny_cfg, check_data=False, overrides=over + ["graph.enabled=False"]).memory[0]
+    assert eager.allocator == 16 * 2 ** 20
+    assert eager.total == pytest.approx(eager.model_states + eager.activations + eager.transient
+                                        + eager.amp_copies + eager.communication + eager.buffers
+                                        + 16 * 2 ** 20)
+    graph = libai.plan(tiny_cfg, check_data=False, overrides=over + ["graph.enabled=True"]).memory[0]
+    assert graph.allocator == 0.0  # a graph plans its memory ahead
