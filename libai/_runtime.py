@@ -375,8 +375,9 @@ def choose_cpu_elementwise_kernels(environ: Optional[MutableMapping[str, str]] =
     oneDNN against 2.6 ms without; ``[4, 128, 256] * [4, 128, 1]`` 11 ms against 0.06; a comparison
     giving booleans 12 ms against 0.1. oneDNN wins a few (softmax over ``[4, 8, 128, 128]`` 0.6 ms
     against 3.3; a mask broadcast over heads 0.2 against 4.1), but on whole training steps
-    OneFlow's kernels take 30-43% less CPU (GPT-2 of 4 layers, hidden 256: Eager 1.03 -> 0.59,
-    Graph 1.1-1.3 -> 0.74-0.90 CPU-s per step; losses equal to 1e-7). So with no NVIDIA device,
+    OneFlow's kernels take 17-70% less CPU in every family of the zoo (GPT-2 of 4 layers, hidden
+    256: Eager 1.12 -> 0.67, Graph 1.29 -> 0.78 CPU-s per step, the same losses; the sweep is in
+    docs/benchmarks.md, "oneDNN's reference loops"). So with no NVIDIA device,
     libai sets ``ONEFLOW_ENABLE_ONEDNN_OPTS=0`` before OneFlow loads; a value the user set is kept,
     and with a GPU OneFlow's default stands. Returns ``{"value", "source"}`` for the environment
     table.

@@ -158,6 +158,31 @@ def test_batch_norm_matches_numpy_in_training_and_evaluation(local_layout):
     assert int(bn.num_batches_tracked.numpy()) == 1  # evaluation leaves the statistics alone
 
 
+def test_batch_norm_gives_the_same_values_in_both_broadcast_layouts(local_layout, monkeypatch):
+    """On the CPU, the per-channel steps run on a [B*C, H*W] view when OneFlow uses its own
+    elementwise kernels and on [B, C, H, W] when it uses oneDNN's (each layout is the fast one for
+    its kernels): the same outputs, gradients and running statistics either way."""
+    import libai.models.cnn_common as cnn_common
+
+    x = np.random.RandomState(2).randn(4, 3, 5, 6).astype(np.float32) * 3 + 1
+    results = {}
+    for onednn in (False, True):
+        monkeypatch.setattr(cnn_common, "_onednn_elementwise", lambda onednn=onednn: onednn)
+        bn = BatchNorm2d(3)
+        with flow.no_grad():
+            bn.weight.copy_(np.array([1.0, 2.0, 0.5], dtype=np.float32))
+            bn.bias.copy_(np.array([0.0, -1.0, 3.0], dtype=np.float32))
+        inp = flow.tensor(x, requires_grad=True)
+        y = bn(inp)
+        (y.sin() * y).sum().backward()
+        bn.eval()
+        results[onednn] = [t.numpy() for t in (y, inp.grad, bn.weight.grad, bn.bias.grad,
+                                                bn.running_mean, bn.running_var, bn(flow.tensor(x)))]
+    for rows, four_d in zip(results[False], results[True]):
+        np.testing.assert_allclose(rows, four_d, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(results[False][0], results[True][0])
+
+
 # ------------------------------------------------------------------------------- configs
 @pytest.mark.parametrize("name", ["resnet", "alexnet"])
 def test_model_configs_load_round_trip_and_build(local_layout, tmp_path, name):
