@@ -15,10 +15,12 @@ optimizer and trains ``--steps`` steps on synthetic batches of the planned shape
   is resident; the process holds nothing else that grows during the steps. ``tracemalloc``
   would see only Python's own allocations, not OneFlow's, and OneFlow 0.9 reports no allocator
   statistics for the CPU, so the peak resident set in a fresh process is the measure;
-- measured activations = that peak − the measured model states, against the plan's
-  activations + transient + allocator (what OneFlow's caching allocator loses from the second
-  step on, ``libai.plan.memory.logits_fragmentation``);
-- the same peak after the first step alone ("first step peak"). OneFlow's eager allocator
+- measured "beyond states" = that peak − the measured model states, against the plan's total −
+  its model states (activations, transient, communication and registered buffers, allocator:
+  what OneFlow's caching allocator loses from the second step on, ``libai.plan.memory``);
+- the same peak after the first step alone ("first step peak"), and how much the peak grew in
+  the last step (0 once the footprint is steady: each step ends with a synchronisation, as a
+  trainer reading its loss every step does). OneFlow's eager allocator
   (``vm::BinAllocator``, the same for every device type) never returns a block it has taken
   (only wholly free blocks, and only when an allocation fails), so the resident set is its
   footprint: live tensors plus the free pieces it keeps. After the first step the gradients and
@@ -29,7 +31,7 @@ optimizer and trains ``--steps`` steps on synthetic batches of the planned shape
 processes on this machine), where each rank compares its local shards' bytes with the plan's
 numbers for its stage.
 
-    python benchmarks/plan_vs_measured.py [--cases gpt2_tiny,bert] [--steps 2] [--parallel]
+    python benchmarks/plan_vs_measured.py [--cases gpt2_tiny,bert] [--steps 6] [--parallel [--layouts pp]]
 """
 import argparse
 import json
@@ -168,21 +170,23 @@ def child(name: str, steps: int, out_path: str, extra: List[str]) -> None:
         inputs = synthetic_batch(model, batch, seq, plan.model)
         inputs = {k: layout.to_global(v, [flow.sbp.split(0), flow.sbp.broadcast]) for k, v in inputs.items()}
         model.train()
-        for step in range(steps):
+        step_peaks: List[int] = []
+        for _ in range(steps):
             out = model(**inputs)
             loss = sum(v.mean() if v.ndim else v for k, v in out.items() if "loss" in k)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-            if step == 0:  # the footprint of the first step alone (see "first step" in the docs)
-                flow._oneflow_internal.eager.Sync()
-                first_peak = _kib("VmHWM") - base
+            flow._oneflow_internal.eager.Sync()  # as a trainer reading its loss every step
+            step_peaks.append(_kib("VmHWM") - base)  # [0]: the first step alone ("first step")
         float(loss.to_local().sum()) if loss.is_global else float(loss)
     peak = _kib("VmHWM") - base
     measured = state_bytes(model, optimizer)
     input_bytes = sum(v.numel() * v.element_size() for v in inputs.values())
     result = dict(case=name, rank=rank, layout=plan.run.describe(), params=plan.model.num_params,
-                  planned=stage_plan.as_dict(), measured=dict(measured, peak=peak, first_peak=first_peak, inputs=input_bytes))
+                  planned=stage_plan.as_dict(),
+                  measured=dict(measured, peak=peak, first_peak=step_peaks[0], step_peaks=step_peaks,
+                                inputs=input_bytes))
     with open(out_path, "w") as f:
         json.dump(result, f)
 
@@ -230,25 +234,35 @@ def _mib(x: float) -> str:
 def row(r: Dict[str, Any]) -> List[str]:
     p, m = r["planned"], r["measured"]
     exact = all(int(p[k]) == int(m[k]) for k in ("parameters", "gradients", "optimizer"))
-    plan_act = p["activations"] + p["transient"] + p.get("allocator", 0.0)
+    # everything beyond the model states on both sides: the measured peak holds the
+    # communication buffers and registered buffers too
+    plan_act = p["total"] - p["parameters"] - p["gradients"] - p["optimizer"]
     meas_act = m["peak"] - m["parameters"] - m["gradients"] - m["optimizer"]
+    peaks = m.get("step_peaks") or [m["peak"]]
+    last_growth = peaks[-1] - peaks[-2] if len(peaks) > 1 else 0
     return [r["case"], r["layout"], str(r["rank"]), f"{r['params']:,}", _mib(p["parameters"]), _mib(m["parameters"]),
             _mib(p["gradients"]), _mib(m["gradients"]), _mib(p["optimizer"]), _mib(m["optimizer"]),
             "yes" if exact else "NO", _mib(plan_act), _mib(meas_act), f"{plan_act / meas_act - 1:+.1%}",
             _mib(p["total"]), _mib(m["peak"]), f"{p['total'] / m['peak'] - 1:+.1%}",
-            _mib(m["first_peak"]), f"{p['total'] / m['first_peak'] - 1:+.1%}"]
+            _mib(m["first_peak"]), f"{p['total'] / m['first_peak'] - 1:+.1%}", _mib(last_growth)]
 
 
 HEADER = ["model", "layout", "rank", "params", "plan params MiB", "real", "plan grads", "real", "plan optim",
-          "real", "exact", "plan act+transient+allocator", "measured act", "diff", "plan total",
-          "measured peak", "diff", "first step peak", "diff"]
+          "real", "exact", "plan beyond states", "measured beyond states", "diff", "plan total",
+          "measured peak", "diff", "first step peak", "diff", "last step growth"]
+LAYOUTS = {"dp": (2, ["train.dist.data_parallel_size=2"]), "tp": (2, ["train.dist.tensor_parallel_size=2"]),
+           "pp": (2, ["train.dist.pipeline_parallel_size=2", "train.dist.pipeline_num_layers=4"]),
+           "dp_tp": (4, ["train.dist.data_parallel_size=2", "train.dist.tensor_parallel_size=2"])}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--steps", type=int, default=2, help="training steps measured (docs/preflight.md: 2)")
+    ap.add_argument("--steps", type=int, default=6,
+                    help="training steps measured; the footprint stops growing after 6 (docs/preflight.md)")
     ap.add_argument("--parallel", action="store_true", help="also DP/TP/PP 2 and 2×2 launches")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS),
+                    help=f"with --parallel, which launches of GPT-2 tiny: {','.join(LAYOUTS)}")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--extra", action="append", default=[], help=argparse.SUPPRESS)
@@ -260,16 +274,16 @@ def main() -> None:
     from tabulate import tabulate
 
     results, failures = [], []
-    for name in args.cases.split(","):
+    for name in filter(None, args.cases.split(",")):
         try:
             results.append(run_child(name, args.steps))
         except RuntimeError as exc:  # report it and go on with the other models
             failures.append(str(exc))
     if args.parallel:
-        layouts = [(2, ["train.dist.data_parallel_size=2"]), (2, ["train.dist.tensor_parallel_size=2"]),
-                   (2, ["train.dist.pipeline_parallel_size=2", "train.dist.pipeline_num_layers=4"]),
-                   (4, ["train.dist.data_parallel_size=2", "train.dist.tensor_parallel_size=2"])]
-        for nproc, extra in layouts:
+        unknown = set(args.layouts.split(",")) - set(LAYOUTS)
+        if unknown:
+            ap.error(f"unknown --layouts {sorted(unknown)}; choose from {','.join(LAYOUTS)}")
+        for nproc, extra in (LAYOUTS[k] for k in args.layouts.split(",")):
             try:
                 results += run_parallel("gpt2_tiny", nproc, extra, args.steps)
             except RuntimeError as exc:

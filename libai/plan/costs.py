@@ -24,6 +24,9 @@ Activations are the tensors OneFlow's autograd keeps for the backward pass of li
 - any other libai ``Linear``: its input;
 - while a layer runs backward, two gradients of its widest intermediate live at once (the
   attention scores, or the MLP's inner activations): a workspace counted once, not per layer.
+  A masked attention without the fused kernel adds what OneFlow 0.9's ``masked_fill`` gradient
+  makes, ``where(mask, zeros_like(x), dy)``: a zero-filled score tensor (compute dtype) and the
+  boolean mask broadcast to the scores' full shape (1 byte each).
 
 Where the layers fall back to composite ops (any device but CUDA: ``libai.layers`` picks fused
 kernels on CUDA only), OneFlow 0.9 keeps more, measured module by module on the CPU: batched
@@ -97,11 +100,14 @@ class LayerCost:
     tp_allreduce_e: float = 0.0  # elements per token all-reduced over tensor parallelism (fwd)
     work_score: float = 0.0  # backward workspace: heads of the widest attention (2 score grads)
     work_split: float = 0.0  # backward workspace: inner size of the widest MLP (2 grads)
+    work_mask: float = 0.0  # backward workspace: heads of the widest composite masked attention
 
     def workspace(self, batch: int, seq: int, elem: int, tp: int) -> float:
         """Bytes of the gradients that live together while this layer runs backward: two
-        score-sized ones in attention, or two inner-sized ones in the MLP."""
-        return 2.0 * elem * batch * max(self.work_score * seq * seq, self.work_split * seq) / tp
+        score-sized ones in attention (a composite masked one also ``masked_fill``'s zeros and
+        full-size mask), or two inner-sized ones in the MLP."""
+        scores = batch * seq * seq * (2.0 * elem * self.work_score + (elem + 1.0) * self.work_mask)
+        return max(scores, 2.0 * elem * batch * self.work_split * seq) / tp
 
 
 def _attention(d: Dict, composite: bool) -> Activation:
@@ -183,6 +189,8 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
         c.block_flops_score += 4 * d["heads"] * d["head_size"] if in_block else 0
         c.tp_allreduce_e += d["hidden"]
         c.work_score = max(c.work_score, d["heads"])
+        if d.get("masked", True) and not d.get("fused_softmax"):  # scale -> masked_fill -> softmax
+            c.work_mask = max(c.work_mask, d["heads"])
     elif m.kind == "mlp":
         c.work_split = max(c.work_split, d["ffn"])
         act.add(_mlp(d))

@@ -13,11 +13,15 @@ plan is computed per stage. Rules, per rank of stage ``s``:
   backward workspace of one layer and (with checkpointing) one recomputed block;
 - AMP: a 2-byte copy of every local parameter (the casts the matmuls read);
 - communication: the gradient all-reduce fusion buffer (twice) under DP, the send/receive
-  buffers of one micro-batch's boundary activation under PP, and the copy of a tied word
-  embedding (and its gradient) on the last stage when it lives on the first;
+  buffers of one micro-batch's boundary activation under PP, the copy of a tied word
+  embedding (and its gradient) on the last stage when it lives on the first, and on the first
+  stage that gradient received back, held through the stage's whole backward (the table's
+  gradient is complete only when the lookup's part arrives, at the very end);
 - registered buffers (masks, tables) on the first stage;
 - allocator (Eager only): what OneFlow's caching allocator loses from the second step on
-  around the LM head's fp32 logits-sized tensors (:func:`logits_fragmentation`).
+  around the LM head's fp32 logits-sized tensors (:func:`logits_fragmentation`), around the
+  gradient of a composite masked attention (:func:`masked_fill_blocks`), and on the first
+  stage of a pipeline the block of the tied gradient received back (:func:`received_grad_block`).
 
 OneFlow's eager allocator (``vm::BinAllocator`` in 0.9, the same for CPU and CUDA streams) takes
 memory in blocks it never returns while it can grow: a request under 1 MiB opens a 2 MiB block,
@@ -32,7 +36,8 @@ from typing import Dict, List, Sequence
 from libai.plan.costs import Activation, LayerCost
 from libai.plan.run_shape import RunShape
 
-__all__ = ["StageMemory", "stage_memory", "memory_plan", "allocator_block", "logits_fragmentation"]
+__all__ = ["StageMemory", "stage_memory", "memory_plan", "allocator_block", "logits_fragmentation",
+           "received_grad_block", "masked_fill_blocks"]
 
 MIB = 2 ** 20
 _SPLIT_THRESHOLD = 128 * MIB  # a free piece whose rest would be this large is always split
@@ -117,13 +122,53 @@ def logits_fragmentation(logits_bytes: float, states: Sequence[float]) -> float:
     return piece + sum(_taken(piece, x) - x for x in fitting)
 
 
+def received_grad_block(grad_bytes: float) -> float:
+    """What the allocator adds, beyond the tensor, for the tied gradient the first stage receives.
+
+    The received gradient arrives before any of the stage's activations are freed. The first
+    step finds it a piece left free by the forward; from then on the table's gradient keeps a
+    piece of that size for good (``zero_grad`` zeroes it, it does not free it) and the table's
+    optimizer slots, made at the first update, fill the table-sized pieces the end of the
+    first backward frees (best fit), so from the second step the received gradient opens a
+    block of its own (:func:`allocator_block`) and the rest of that block is lost. Measured on
+    the first stage of GPT-2 tiny at PP=2 (8 MiB table): +20 MiB at the start of the second
+    backward, and nothing there when ``zero_grad(set_to_none=True)`` frees the old gradient.
+    """
+    if grad_bytes <= 0:
+        return 0.0
+    return allocator_block(grad_bytes) - grad_bytes
+
+
+def masked_fill_blocks(scores: float, elem: int) -> float:
+    """What the allocator loses from the second step on around ``masked_fill``'s gradient.
+
+    OneFlow 0.9 computes it as ``where(mask, zeros_like(x), dy)``: a zero-filled score tensor
+    (``scores`` elements of ``elem`` bytes) and the boolean mask broadcast to the scores' shape
+    (1 byte each). The second backward opens a block for each of them once more
+    (:func:`allocator_block`), and later steps reuse those. Measured with ``masked_fill`` alone
+    on 8 × 8 × 256 × 256 scores and a broadcast ``[1, 1, 256, 256]`` mask (no optimizer, the
+    gradient freed every step): +36 MiB in the second backward (16 + 20), nothing in the next
+    eight; and the same +36 MiB in the second backward of GPT-2 tiny's first pipeline stage.
+    """
+    if scores <= 0:
+        return 0.0
+    return allocator_block(elem * scores) + allocator_block(scores)
+
+
 def _eager_allocator(costs: Sequence[LayerCost], layers: Sequence[LayerCost], run: RunShape,
                      tied_embedding_bytes: float) -> float:
-    """:func:`logits_fragmentation` of a stage (0 in Graph mode, whose memory is planned ahead)."""
-    vocab = sum(c.logits_transient for c in layers)
-    if run.graph or not vocab:
+    """:func:`logits_fragmentation` of the LM head's stage, :func:`masked_fill_blocks` of the
+    stage's widest masked attention, :func:`received_grad_block` of the stage holding a tied
+    table whose head is elsewhere (0 in Graph mode, whose memory is planned ahead)."""
+    if run.graph:
         return 0.0
     tp, dp = run.tp, run.dp
+    received = _received_tied_grad(layers, run, tied_embedding_bytes)
+    heads = max([c.work_mask for c in layers] + [0.0])
+    masked = masked_fill_blocks(run.micro_batch * heads * run.seq * run.seq / tp, run.elem)
+    vocab = sum(c.logits_transient for c in layers)
+    if not vocab:
+        return received_grad_block(received) + masked
     zero = run.zero_stage if dp > 1 else 0
     table = sum(c.vocab_table for c in layers) / tp
     if table:  # the table lives here: its gradient and optimizer slots
@@ -132,7 +177,17 @@ def _eager_allocator(costs: Sequence[LayerCost], layers: Sequence[LayerCost], ru
         states = [tied_embedding_bytes / tp]  # the gradient of the tied copy on the last stage
     else:
         states = []
-    return logits_fragmentation(4.0 * run.micro_batch * run.seq * vocab / tp, states)
+    return logits_fragmentation(4.0 * run.micro_batch * run.seq * vocab / tp, states) + masked
+
+
+def _received_tied_grad(layers: Sequence[LayerCost], run: RunShape, tied_embedding_bytes: float) -> float:
+    """Bytes of the tied table's gradient one rank of this stage receives back: on the stage
+    holding the table (the word embedding) when the LM head reading it is on another stage."""
+    holds_table = any(c.vocab_table for c in layers)
+    has_head = any(c.logits_transient for c in layers)
+    if run.pp == 1 or not tied_embedding_bytes or not holds_table or has_head:
+        return 0.0
+    return tied_embedding_bytes / run.tp
 
 
 def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_bytes: float = 0.0,
@@ -166,6 +221,7 @@ def stage_memory(costs: Sequence[LayerCost], run: RunShape, stage: int, buffer_b
         comm += 2 * b * s * hidden * e
         if stage == run.pp - 1 and tied_embedding_bytes:
             comm += 2 * tied_embedding_bytes / tp
+        comm += _received_tied_grad(layers, run, tied_embedding_bytes)
     amp = 2.0 * sum(c.param_rep + c.param_split / tp for c in layers) / 4 if run.amp else 0.0
     return StageMemory(
         stage=stage, parameters=params, gradients=grads, optimizer=optim,

@@ -107,12 +107,13 @@ def test_logits_fragmentation_by_hand():
 
 def test_allocator_term_of_the_lm_head_stage_in_eager_only(tiny_cfg):
     # 8 × 32 tokens, vocabulary 16,384: fp32 logits 16 MiB, a block of their own; the tied
-    # table (16,384 × 64 fp32 = 4 MiB), its gradient and two AdamW slots split the piece
+    # table (16,384 × 64 fp32 = 4 MiB), its gradient and two AdamW slots split the piece; and
+    # the masked attention's gradient: zeros (128 KiB) and mask (32 KiB), a 2 MiB block each
     over = ["model.cfg.vocab_size=16384"]
     eager = libai.plan(tiny_cfg, check_data=False, overrides=over + ["graph.enabled=False"]).memory[0]
-    assert eager.allocator == 16 * 2 ** 20
+    assert eager.allocator == (16 + 2 + 2) * 2 ** 20
     assert eager.total == pytest.approx(eager.model_states + eager.activations + eager.transient
                                         + eager.amp_copies + eager.communication + eager.buffers
-                                        + 16 * 2 ** 20)
+                                        + 20 * 2 ** 20)
     graph = libai.plan(tiny_cfg, check_data=False, overrides=over + ["graph.enabled=True"]).memory[0]
     assert graph.allocator == 0.0  # a graph plans its memory ahead
