@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
+    QUICK_SIZE, SMOKE_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
     add_shared_options, benchmark_main, measure_training, parse_choices, report_text, round_parser,
     require_positive, run_child, write_child_result)
 
@@ -47,7 +47,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated subset of: eager, graph (default: both)")
     parser.add_argument("--small", action="store_true",
-                        help="the tiny GPT of --quick (hidden 64, 2 layers, sequence 32) with the given "
+                        help="a tiny GPT (hidden 64, 2 layers, sequence 32) with the given "
                         "iterations and rounds: per-op overheads weigh more in a short step")
     add_child_arguments(parser, "a tiny GPT, 1 warm-up + 2 timed iterations, 1 round (for smoke tests)",
                         timeout=600, timeout_help="seconds allowed per child")
@@ -80,7 +80,7 @@ def child_main(args: argparse.Namespace) -> None:
         param = next(trainer.model.parameters())
         return {"parameter_is_global": bool(param.is_global)}
 
-    size = QUICK_SIZE if args.quick or args.small else GPTSize()
+    size = SMOKE_SIZE if args.quick else QUICK_SIZE if args.small else GPTSize()
     batch = min(args.batch_size, 4) if args.quick else args.batch_size
     spec = RunSpec(size=size, global_batch=batch, warmup=args.warmup, iters=args.iters,
                    graph=(mode == "graph"))

@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
+    SMOKE_SIZE, GPTSize, RunSpec, Spread, add_child_arguments,
     add_shared_options, benchmark_main, graph_float_blobs, measure_training, parse_choices,
     report_text, round_parser, require_positive, run_child, write_child_result)
 
@@ -77,7 +77,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def run_spec(args: argparse.Namespace, name: str) -> RunSpec:
-    size = QUICK_SIZE if args.quick else GPTSize()
+    size = SMOKE_SIZE if args.quick else GPTSize()
     batch = min(args.batch_size, 4) if args.quick else args.batch_size
     return RunSpec(size=size, global_batch=batch, warmup=args.warmup, iters=args.iters,
                    dropout=args.dropout, device_type=args.device, **CONFIGS[name])

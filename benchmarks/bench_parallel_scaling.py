@@ -44,7 +44,7 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import (  # noqa: E402
-    QUICK_SIZE, ChildFailed, GPTSize, RunSpec, Spread, add_child_arguments,
+    SMOKE_SIZE, ChildFailed, GPTSize, RunSpec, Spread, add_child_arguments,
     add_shared_options, benchmark_main, measure_training, parse_choices, report_text, round_parser,
     require_positive, write_child_result)
 
@@ -101,7 +101,7 @@ def child_main(args: argparse.Namespace) -> None:
     from libai.utils import distributed as dist
 
     layout = LAYOUTS[args.child]
-    size = QUICK_SIZE if args.quick else GPTSize()
+    size = SMOKE_SIZE if args.quick else GPTSize()
     rank = dist.get_rank()
     for mode in args.modes:
         spec = RunSpec(size=size, global_batch=args.global_batch, micro_batches=args.micro_batches,

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run the test suite with the project's virtual environment (what `make test` calls).
 #
-# The tests run in LIBAI_TEST_WORKERS pytest-xdist workers (default 2, this machine's cores;
-# 0 runs them in this one process). `--dist loadfile` keeps each file on one worker, so a
+# The tests run in LIBAI_TEST_WORKERS pytest-xdist workers (default: the cores plus one, 3 on
+# this 2-core machine: many files spend part of their time waiting on launched processes, and a
+# third worker keeps both cores busy meanwhile; 0 runs them in this one process).
+# `--dist loadfile` keeps each file on one worker, so a
 # module's shared launches (fixtures that start OneFlow processes) run once; tests/conftest.py
 # starts the longest files first. Extra arguments go to pytest:
 #   make test PYTEST_ARGS="tests/layers -x"       a subset, still in workers
@@ -17,7 +19,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-workers="${LIBAI_TEST_WORKERS:-2}"
+workers="${LIBAI_TEST_WORKERS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}"
 args=(-q --durations=25)
 if [ "$workers" != "0" ]; then
   args+=(-n "$workers" --dist loadfile --no-loadscope-reorder --max-worker-restart 3)

@@ -268,20 +268,26 @@ def test_model_summary_is_logged_and_saved_with_shapes(tmp_path, caplog):
 
 
 # ----------------------------------------------------------------------------- two ranks
+@pytest.fixture(scope="module")
+def two_rank_runs(tmp_path_factory):
+    """Both two-rank trainings, one after the other in one launch: ``OUT/<mode>/result.json``."""
+    from libai.utils.testing import launch
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "visuals_two_ranks_script.py")
+    out = tmp_path_factory.mktemp("two_ranks")
+    result = launch(script, nproc=2, args=[str(out), "dp", "tp"], timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:]
+    return out
+
+
 @pytest.mark.parametrize("mode", ["dp", "tp"])
-def test_two_ranks_gather_to_rank0_which_alone_writes(tmp_path, mode):
+def test_two_ranks_gather_to_rank0_which_alone_writes(two_rank_runs, mode):
     """Data parallel (the batch is split over the ranks) and tensor parallel (weights are split):
     histograms hold the whole tensors, the image grid the first samples of the global batch,
     and rank 0 alone writes the event file."""
     import json
 
-    from libai.utils.testing import launch
-
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "visuals_two_ranks_script.py")
-    out = tmp_path / "out"
-    result = launch(script, nproc=2, args=[mode, str(out)], timeout=400)
-    assert result.returncode == 0, result.stdout[-4000:]
-    found = json.loads((out / "result.json").read_text())
+    found = json.loads((two_rank_runs / mode / "result.json").read_text())
     if mode == "tp":
         assert set(found["split"]) == {"fc1.weight", "fc1.bias", "fc2.weight"}
         sizes = {"fc1.weight": 384, "fc1.bias": 8, "fc2.weight": 16, "fc2.bias": 2}

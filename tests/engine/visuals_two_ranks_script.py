@@ -1,8 +1,9 @@
 """Two ranks train the image task with every visual on, data parallel (``dp``: the batch is
-split) or tensor parallel (``tp``: weights are split); rank 0 writes what the event file holds
-and what the full tensors were (gathered by ``ttol``, another path than the hook's) as JSON.
+split) and tensor parallel (``tp``: weights are split), one after the other in the same processes
+(one launch); for each, rank 0 writes what the event file holds and what the full tensors were
+(gathered by ``ttol``, another path than the hook's) as JSON in ``OUT_DIR/<mode>/result.json``.
 
-    python -m oneflow.distributed.launch --nproc_per_node 2 visuals_two_ranks_script.py dp|tp OUT_DIR
+    python -m oneflow.distributed.launch --nproc_per_node 2 visuals_two_ranks_script.py OUT_DIR dp tp
 """
 import json
 import os
@@ -53,27 +54,32 @@ class FullTensors(HookBase):
                 self.seen[f"{kind}/{name}@{self.trainer.iter}"] = [int(v.size), float(v.min()), float(v.max()), float(v.sum())]
 
 
-mode, out = sys.argv[1], sys.argv[2]
-cfg = image_cfg(out, train_iter=4,
-                tensorboard=dict(lr_period=1, histogram_period=2, image_period=2, max_images=4),
-                live_plots=dict(enabled=True, period=2, weight="fc1.weight" if mode == "tp" else "conv.weight"))
-if mode == "tp":
-    cfg.model = LazyCall(SplitModel)()
-    cfg.train.dist.tensor_parallel_size = 2
-else:
-    cfg.train.dist.data_parallel_size = 2
-trainer = DefaultTrainer(cfg)
-full = FullTensors()
-trainer.register_hooks([full])
-trainer.train()
-split = [name for name, p in trainer.model.named_parameters() if any(s != flow.sbp.broadcast for s in p.sbp)]
-dist.synchronize()
-if dist.is_main_process():
-    events = read_events(out)  # exactly one event file: rank 1 wrote none
-    hist = {f"{tag}@{step}": [int(v.histo.num), v.histo.min, v.histo.max, v.histo.sum]
-            for tag, step, v in events if v.HasField("histo")}
-    images = sorted([tag, step, v.image.height, v.image.width] for tag, step, v in events if v.HasField("image"))
-    with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump({"hist": hist, "full": full.seen, "images": images, "split": split,
-                   "plots": sorted(os.listdir(os.path.join(out, "plots"))),
-                   "summary": open(os.path.join(out, "model-summary.txt")).read()}, f)
+def run(mode: str, out: str) -> None:
+    cfg = image_cfg(out, train_iter=4,
+                    tensorboard=dict(lr_period=1, histogram_period=2, image_period=2, max_images=4),
+                    live_plots=dict(enabled=True, period=2, weight="fc1.weight" if mode == "tp" else "conv.weight"))
+    if mode == "tp":
+        cfg.model = LazyCall(SplitModel)()
+        cfg.train.dist.tensor_parallel_size = 2
+    else:
+        cfg.train.dist.data_parallel_size = 2
+    trainer = DefaultTrainer(cfg)
+    full = FullTensors()
+    trainer.register_hooks([full])
+    trainer.train()
+    split = [name for name, p in trainer.model.named_parameters() if any(s != flow.sbp.broadcast for s in p.sbp)]
+    dist.synchronize()
+    if dist.is_main_process():
+        events = read_events(out)  # exactly one event file: rank 1 wrote none
+        hist = {f"{tag}@{step}": [int(v.histo.num), v.histo.min, v.histo.max, v.histo.sum]
+                for tag, step, v in events if v.HasField("histo")}
+        images = sorted([tag, step, v.image.height, v.image.width] for tag, step, v in events if v.HasField("image"))
+        with open(os.path.join(out, "result.json"), "w") as f:
+            json.dump({"hist": hist, "full": full.seen, "images": images, "split": split,
+                       "plots": sorted(os.listdir(os.path.join(out, "plots"))),
+                       "summary": open(os.path.join(out, "model-summary.txt")).read()}, f)
+    dist.synchronize()
+
+
+for mode in sys.argv[2:]:
+    run(mode, os.path.join(sys.argv[1], mode))
