@@ -15,8 +15,9 @@ What runs (each its own command, as a user would type it):
   (Python's own documentation, tokenized once by ``tools/preprocess_data.py``) through their
   own ``gpt2_pretrain.py`` / ``bert_large_pretrain.py`` configs, resized by a generated config.
 * 1 process Eager, 1 process Graph, 2 processes data parallel (Graph and Eager).
-* Engines: ``libai`` (its default BLAS choice), ``LiBai`` as shipped (OpenBLAS detects the CPU
-  itself), and ``LiBai+BLAS`` (the same ``OPENBLAS_CORETYPE`` libai chose).
+* Engines: ``libai`` (its default start-up choices), ``LiBai`` as shipped (OpenBLAS detects the
+  CPU itself), ``LiBai+BLAS`` (the same ``OPENBLAS_CORETYPE`` libai chose) and ``LiBai+env`` (every
+  variable ``import libai`` sets, so what differs is the engine alone).
 * Repeats interleave the engines (the order rotates each repeat), so a change of load on a
   shared machine falls on all of them.
 
