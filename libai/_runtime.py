@@ -386,6 +386,14 @@ def choose_cpu_elementwise_kernels(environ: Optional[MutableMapping[str, str]] =
                                    environ, has_gpu)
 
 
+def onednn_elementwise_enabled(environ: Optional[MutableMapping[str, str]] = None) -> bool:
+    """Whether OneFlow sends CPU elementwise ops to oneDNN in this process: the variable is on
+    unless set to 0 or false (OneFlow's reading). Layers whose fast layout differs between the two
+    kernel sets (``BatchNorm2d``) ask here rather than read the variable themselves."""
+    env = os.environ if environ is None else environ
+    return env.get(ONEDNN_VARIABLE, "1").strip().lower() not in ("0", "false")
+
+
 _PR_SET_PDEATHSIG = 1
 _PR_GET_PDEATHSIG = 2
 

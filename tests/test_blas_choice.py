@@ -149,3 +149,10 @@ def test_a_process_that_imports_libai_runs_with_the_choice_and_keeps_a_user_valu
         seen.append([line for line in out.stdout.splitlines() if line.startswith("VM ")])
     expected_default = "unset" if _runtime._has_nvidia_device() else "0"
     assert seen == [[f"VM {expected_default}"] * len(variables), ["VM 1"] * len(variables)]
+
+
+@pytest.mark.parametrize("value, enabled", [(None, True), ("1", True), ("0", False), ("false", False),
+                                            (" False ", False), ("true", True)])
+def test_the_onednn_reading_follows_oneflows(value, enabled):
+    env = {} if value is None else {_runtime.ONEDNN_VARIABLE: value}
+    assert _runtime.onednn_elementwise_enabled(env) is enabled

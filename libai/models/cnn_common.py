@@ -13,12 +13,12 @@ makes the statistics those of the whole batch, so a data-parallel step equals th
 step exactly (a synchronised batch norm, for free).
 """
 import math
-import os
 from typing import Any, Callable, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
+from libai._runtime import onednn_elementwise_enabled
 from libai.layers.utils import broadcast, make_parameter, place_constant, to_sbp
 from libai.utils.distributed import ParallelLayout, current_layout
 
@@ -126,12 +126,6 @@ class Conv2d(nn.Module):
                 f"stride={self.stride}, padding={self.padding}, bias={self.bias is not None}")
 
 
-def _onednn_elementwise() -> bool:
-    """Whether OneFlow sends CPU elementwise ops to oneDNN (``ONEFLOW_ENABLE_ONEDNN_OPTS``, on
-    unless set to 0 or false; ``import libai`` sets 0 on a machine with no GPU)."""
-    return os.environ.get("ONEFLOW_ENABLE_ONEDNN_OPTS", "1").strip().lower() not in ("0", "false")
-
-
 def _per_channel(x: flow.Tensor, op: Callable, values: flow.Tensor, rows: bool) -> flow.Tensor:
     """``op(x, values)`` with ``values [C]`` broadcast over ``x [B, C, H, W]``'s channels.
 
@@ -181,7 +175,7 @@ class BatchNorm2d(nn.Module):
                 f"got {tuple(x.shape)}"
             )
         x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
-        rows = self.layout.device_type == "cpu" and not _onednn_elementwise()
+        rows = self.layout.device_type == "cpu" and not onednn_elementwise_enabled()
         if self.training:
             mean = x.mean(dim=(0, 2, 3))
             var = _per_channel(x, flow.sub, mean, rows).square().mean(dim=(0, 2, 3))

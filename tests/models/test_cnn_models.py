@@ -167,7 +167,7 @@ def test_batch_norm_gives_the_same_values_in_both_broadcast_layouts(local_layout
     x = np.random.RandomState(2).randn(4, 3, 5, 6).astype(np.float32) * 3 + 1
     results = {}
     for onednn in (False, True):
-        monkeypatch.setattr(cnn_common, "_onednn_elementwise", lambda onednn=onednn: onednn)
+        monkeypatch.setattr(cnn_common, "onednn_elementwise_enabled", lambda onednn=onednn: onednn)
         bn = BatchNorm2d(3)
         with flow.no_grad():
             bn.weight.copy_(np.array([1.0, 2.0, 0.5], dtype=np.float32))
