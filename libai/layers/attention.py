@@ -180,6 +180,7 @@ class MultiheadAttention(nn.Module):
         key, value = self._repeat_kv(key), self._repeat_kv(value)
         scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
+        mask = self._split_like_scores(mask, scores)
         probs = self._masked_softmax(scores, mask, self._place_bias(position_bias))
         probs = active_dropout(self.attention_dropout, probs)
         context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
@@ -268,6 +269,25 @@ class MultiheadAttention(nn.Module):
             causal = self._causal_mask(q_len, k_len)
             mask = causal if mask is None else flow.logical_and(mask, causal)
         return mask
+
+    def _split_like_scores(
+        self, mask: Optional[flow.Tensor], scores: flow.Tensor
+    ) -> Optional[flow.Tensor]:
+        """The mask over the scores' whole batch, split over data parallel like the scores.
+
+        OneFlow 0.9 gives ``masked_fill``/``where`` a replicated output when the mask is
+        replicated and one row deep (the causal mask is ``[1, 1, q, k]`` on every rank): every
+        data-parallel rank then gathers the scores and computes the softmax, the attention
+        dropout and the product with the values for the whole batch, twice the work with two
+        ranks. A mask as deep as the batch and split like the scores keeps the output split;
+        the conversion from replicated is a local slice, no communication.
+        """
+        if mask is None or not self.layout.is_global:
+            return mask
+        if mask.shape[0] != scores.shape[0]:
+            mask = mask.expand(scores.shape[0], *mask.shape[1:])
+        data_sbp = self.layout.logical_sbp(scores.sbp)[0]
+        return to_sbp(mask, self.layout, self.layer_idx, data_sbp=data_sbp)
 
     def _to_here_whole(self, tensor: flow.Tensor) -> flow.Tensor:
         return to_sbp(tensor, self.layout, self.layer_idx, tensor_sbp=broadcast())

@@ -1,4 +1,5 @@
-"""Launched with 2 processes: every libai layer under TP=2 and a pipeline under PP=2,
+"""Launched with 2 processes: every libai layer under TP=2, attention under DP=2 and a pipeline
+under PP=2,
 compared with the same layers built from the same seed under a one-process layout; also the
 T5 / Llama-style layer options of llm_layers_script.py (one launch for all of them).
 
@@ -104,6 +105,32 @@ def tensor_parallel_checks(results):
             results["tp2/tied_head_loss"]["logits_sbp"] = sbp_names(parallel.logits)
 
 
+def data_parallel_checks(results):
+    """DP=2 attention, causal alone and causal with padding: outputs and gradients equal the
+    one-process ones, and the softmax's output stays split over the batch (a replicated causal
+    mask used to make OneFlow replicate it, so every rank computed the whole batch)."""
+    layout = global_layout(data_parallel_size=2)
+    for seed, (name, mask) in enumerate([("causal", None), ("causal_padded", PAD)], start=40):
+        parallel, reference = build_twice(
+            lambda: MultiheadAttention(H, 4, attn_mask_type="causal"), layout, seed
+        )
+        seen = {}
+        softmax = parallel._masked_softmax
+
+        def recording_softmax(*args, softmax=softmax, seen=seen):
+            probs = softmax(*args)
+            seen["probs_sbp"] = sbp_names(probs)
+            return probs
+
+        parallel._masked_softmax = recording_softmax
+
+        def forward(m, l, mask=mask):
+            return m(inputs(l, X)) if mask is None else m(inputs(l, X), inputs(l, mask))
+
+        results[f"dp2/{name}_attention"] = run_pair(parallel, reference, forward, layout, seed)
+        results[f"dp2/{name}_attention"]["probs_sbp"] = seen["probs_sbp"]
+
+
 class TwoStages(nn.Module):
     """Embedding and block 0 on stage 0; block 1, norm, tied head and loss on stage 1."""
 
@@ -142,6 +169,7 @@ def main():
     results = {}
     tensor_parallel_checks(results)
     llm_layers_script.tensor_parallel_checks(results)
+    data_parallel_checks(results)
     pipeline_checks(results)
     write_results(results, sys.argv[1])
 

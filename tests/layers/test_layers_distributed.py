@@ -1,4 +1,5 @@
-"""Layers under tensor parallel (TP=2) and pipeline parallel (PP=2), in 2 launched processes.
+"""Layers under tensor parallel (TP=2), attention under data parallel (DP=2) and pipeline
+parallel (PP=2), in 2 launched processes.
 
 ``parallel_layers_script.py`` builds each layer twice from one seed, under the parallel layout
 and under a one-process layout, and reports relative errors (max |a - b| / max |b|) of outputs,
@@ -70,6 +71,17 @@ def test_pipeline_moves_activations_between_stages(results):
     assert not bad, f"gradients differ: {bad}"
     # the tied embedding lives on stage 0 but receives the LM head's gradient from stage 1
     assert "embed.weight" in check["grads"]
+
+
+@pytest.mark.parametrize("name", ["causal", "causal_padded"])
+def test_data_parallel_attention_keeps_the_batch_split_through_the_softmax(results, name):
+    check = results[f"dp2/{name}_attention"]
+    assert check["out"] < RTOL
+    bad = {k: v for k, v in check["grads"].items() if v >= RTOL}
+    assert not bad, f"gradients differ: {bad}"
+    # replicated here would mean each rank computed the softmax of the whole batch
+    assert check["probs_sbp"] == ["oneflow.sbp.split(dim=0)"]
+    assert check["out_sbp"] == ["oneflow.sbp.split(dim=0)"]
 
 
 @pytest.mark.parametrize("name", ["llama_block", "t5_decoder_block"])
