@@ -8,7 +8,7 @@ Labels equal to -100 are ignored.
 Both build from keyword arguments or from one config dict (``GPTModel(cfg)``,
 ``GPTForPreTraining(cfg)``, ``LazyCall(GPTForPreTraining)(cfg=cfg)``).
 """
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 
 import oneflow as flow
 
@@ -16,8 +16,8 @@ from libai.config import configurable
 from libai.models.common.losses import GPTLoss
 from libai.models.language_model import (
     Cache,
+    CausalLMTask,
     LanguageModelBody,
-    LanguageModelTask,
     join_cache,
     lm_head,
     split_cache,
@@ -121,14 +121,16 @@ class GPTModel(LanguageModelBody, GenerationMixin):
         return self.forward(input_ids, attention_mask, past_key_values, True, position_ids)
 
 
-class GPTForPreTraining(LanguageModelTask, GenerationMixin):
+class GPTForPreTraining(CausalLMTask):
     """GPT-2 with its causal LM loss.
 
     Build with ``GPTForPreTraining(cfg)`` / ``GPTForPreTraining(cfg=cfg)`` (a dict of
     :class:`GPTModel` settings) or with GPTModel's keyword arguments directly.
 
-    ``forward(input_ids, labels=None)`` returns ``{"lm_loss": scalar}`` in training when labels
-    are given, else ``{"prediction_scores": logits}``.
+    ``forward(input_ids, labels=None, attention_mask=None, past_key_values=None,
+    use_cache=False, position_ids=None)`` (:meth:`CausalLMTask.forward`; the generation
+    arguments are :meth:`GPTModel.forward`'s) returns ``{"lm_loss": scalar}`` in training when
+    labels are given, else ``{"prediction_scores": logits}``.
     """
 
     @configurable
@@ -138,22 +140,5 @@ class GPTForPreTraining(LanguageModelTask, GenerationMixin):
         self.GPT_model = GPTModel(**args)
         self.loss_func = GPTLoss(layer_idx=-1)
 
-    def forward(
-        self,
-        input_ids: flow.Tensor,
-        labels: Optional[flow.Tensor] = None,
-        attention_mask: Optional[flow.Tensor] = None,
-        past_key_values: Optional[Cache] = None,
-        use_cache: bool = False,
-        position_ids: Optional[flow.Tensor] = None,
-    ) -> Dict[str, Any]:
-        """See :meth:`GPTModel.forward`; with ``use_cache`` the dict also holds
-        ``"past_key_values"``."""
-        out = self.GPT_model(input_ids, attention_mask, past_key_values, use_cache, position_ids)
-        logits, presents = split_cache(out, use_cache)
-        return self.lm_outputs(logits, labels, presents=presents)
-
-    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
-        return self.GPT_model._generation_step(
-            input_ids, attention_mask, position_ids, past_key_values, encoder
-        )
+    def _causal_logits(self, input_ids, attention_mask, past_key_values, use_cache, position_ids):
+        return self.GPT_model(input_ids, attention_mask, past_key_values, use_cache, position_ids)

@@ -13,6 +13,8 @@ each only say how they differ:
   ``BertForClassification``) built from one config dict of body settings plus its own head
   options, whose :meth:`~LanguageModelTask.lm_outputs` is the one place that decides between
   the loss dict (training with labels) and the scores (evaluation, generation);
+- :class:`CausalLMTask`: the task wrapper of a decoder-only LM (GPT-2, Llama), whose
+  ``forward`` and generation step are the same for every such model;
 - :func:`split_cache` / :func:`join_cache`: the ``use_cache`` return convention
   (``output`` or ``(output, presents)``).
 """
@@ -25,9 +27,11 @@ from libai.layers import Linear, LMLogits
 from libai.models.common.config import merge_config, resolve_arguments
 from libai.models.pretrained.api import PretrainedMixin
 from libai.models.transformer import TransformerModelMixin
+from libai.models.utils.generation import GenerationMixin
 
 __all__ = [
     "Cache",
+    "CausalLMTask",
     "LanguageModelBody",
     "LanguageModelTask",
     "constructor_arguments",
@@ -147,3 +151,43 @@ class LanguageModelTask(nn.Module, TransformerModelMixin, PretrainedMixin):
         if presents is not None:
             outputs["past_key_values"] = presents
         return outputs
+
+
+class CausalLMTask(LanguageModelTask, GenerationMixin):
+    """Base of the decoder-only task wrappers (``GPTForPreTraining``, ``LlamaForCausalLM``).
+
+    Their ``forward`` and ``generate`` step are the same: logits of the new tokens (with the
+    key/value cache under ``use_cache``), then :meth:`~LanguageModelTask.lm_outputs`. A subclass
+    builds its body, head and ``loss_func`` and says only how logits come out of them
+    (:meth:`_causal_logits`).
+    """
+
+    def _causal_logits(self, input_ids, attention_mask, past_key_values, use_cache, position_ids):
+        """Logits ``[batch, seq, vocab]``; ``(logits, presents)`` with ``use_cache``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _causal_logits")
+
+    def forward(
+        self,
+        input_ids: flow.Tensor,
+        labels: Optional[flow.Tensor] = None,
+        attention_mask: Optional[flow.Tensor] = None,
+        past_key_values: Optional[Cache] = None,
+        use_cache: bool = False,
+        position_ids: Optional[flow.Tensor] = None,
+    ) -> Dict[str, Any]:
+        """``{"lm_loss": scalar}`` in training when ``labels`` are given (position ``t``
+        predicts ``labels[:, t]``: the data pipeline shifts them), else
+        ``{"prediction_scores": logits}``, plus ``"past_key_values"`` with ``use_cache``.
+
+        ``attention_mask`` ``[batch, past + seq]`` (1 = real token, 0 = padding),
+        ``past_key_values`` (the cache of an earlier ``use_cache=True`` call; ``input_ids`` are
+        then only the new tokens) and ``position_ids`` are as in the body's ``forward``.
+        """
+        out = self._causal_logits(
+            input_ids, attention_mask, past_key_values, use_cache, position_ids
+        )
+        logits, presents = split_cache(out, use_cache)
+        return self.lm_outputs(logits, labels, presents=presents)
+
+    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
+        return self._causal_logits(input_ids, attention_mask, past_key_values, True, position_ids)

@@ -33,15 +33,14 @@ from libai.layers import RMSLayerNorm, RotaryEmbedding, TransformerLayer, VocabE
 from libai.models.common.losses import GPTLoss
 from libai.models.language_model import (
     Cache,
+    CausalLMTask,
     LanguageModelBody,
-    LanguageModelTask,
     join_cache,
     lm_head,
     lm_logits,
     split_cache,
 )
 from libai.models.transformer import init_methods, run_blocks
-from libai.models.utils.generation import GenerationMixin
 
 __all__ = ["LlamaModel", "LlamaForCausalLM", "llama_block"]
 
@@ -170,7 +169,7 @@ class LlamaModel(LanguageModelBody):
         return join_cache(self.norm(hidden), presents, use_cache)
 
 
-class LlamaForCausalLM(LanguageModelTask, GenerationMixin):
+class LlamaForCausalLM(CausalLMTask):
     """Llama with its LM head and causal LM loss.
 
     Build with ``LlamaForCausalLM(cfg)`` / ``LlamaForCausalLM(cfg=cfg)`` (a dict of
@@ -178,10 +177,11 @@ class LlamaForCausalLM(LanguageModelTask, GenerationMixin):
     a separate column-parallel ``lm_head`` (vocabulary-split logits), or the word embedding
     itself when ``tie_word_embeddings``.
 
-    ``forward(input_ids, labels=None, ...)`` returns ``{"lm_loss": scalar}`` in training when
-    labels are given, else ``{"prediction_scores": logits}``. ``from_pretrained(hf_dir)``,
-    ``save_pretrained(dir)`` and ``generate(...)`` work as for GPT-2 (see
-    docs/llama_and_lora.md).
+    ``forward(input_ids, labels=None, ...)`` (:meth:`CausalLMTask.forward`; ``position_ids``
+    is accepted for the generation interface and not needed) returns ``{"lm_loss": scalar}``
+    in training when labels are given, else ``{"prediction_scores": logits}``.
+    ``from_pretrained(hf_dir)``, ``save_pretrained(dir)`` and ``generate(...)`` work as for
+    GPT-2 (see docs/llama_and_lora.md).
     """
 
     @configurable
@@ -213,23 +213,10 @@ class LlamaForCausalLM(LanguageModelTask, GenerationMixin):
         tied = self.model.embed_tokens.weight if self.tie_word_embeddings else None
         return join_cache(lm_logits(self.lm_head, hidden, tied), presents, use_cache)
 
-    def forward(
-        self,
-        input_ids: flow.Tensor,
-        labels: Optional[flow.Tensor] = None,
-        attention_mask: Optional[flow.Tensor] = None,
-        past_key_values: Optional[Cache] = None,
-        use_cache: bool = False,
-        position_ids: Optional[flow.Tensor] = None,
-    ) -> Dict[str, Any]:
-        """See :meth:`LlamaModel.forward`. ``position_ids`` is accepted for the generation
-        interface and not needed: rotary attention depends only on relative positions."""
-        out = self.logits(input_ids, attention_mask, past_key_values, use_cache)
-        logits, presents = split_cache(out, use_cache)
-        return self.lm_outputs(logits, labels, presents=presents)
-
-    def _generation_step(self, input_ids, attention_mask, position_ids, past_key_values, encoder):
-        return self.logits(input_ids, attention_mask, past_key_values, True)
+    def _causal_logits(self, input_ids, attention_mask, past_key_values, use_cache, position_ids):
+        # position_ids (which generation passes) are not needed: rotary attention depends only
+        # on relative positions
+        return self.logits(input_ids, attention_mask, past_key_values, use_cache)
 
 
 def _check_heads(hidden_size: int, heads: int, kv_heads: int) -> None:
