@@ -10,33 +10,29 @@ eps 1e-5). ``pretrain_model`` is the masked-LM model, ``roberta_model`` the bare
 from libai.config import LazyCall
 from libai.models import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
 
-from ._language import LIBAI_SWITCHES as _LIBAI_SWITCHES, sized_cfg
+from ._language import sized_cfg
+from .bert import _BERT_SIZES, bert_cfg
 
-cfg = dict(
+# RoBERTa-base is BERT-base's encoder (sizes, dropouts, initialisation, LayerNorm eps 1e-5, the
+# LiBai switches) with its own vocabulary, positions counted after the padding id, one token
+# type and no sentence-order head.
+cfg = {key: value for key, value in bert_cfg("base").items() if key != "add_binary_head"}
+cfg.update(
     vocab_size=50265,  # roberta-base's vocabulary (pad to a multiple of the tensor parallel size)
-    hidden_size=768,
-    hidden_layers=12,
-    num_attention_heads=12,
-    intermediate_size=3072,
-    hidden_dropout_prob=0.1,
-    attention_dropout_prob=0.1,
     max_position_embeddings=514,  # 512 tokens: positions start after pad_token_id
     num_tokentypes=1,
-    add_pooler=True,  # the LM models drop it (nothing reads it)
-    initializer_range=0.02,
-    layernorm_epsilon=1e-5,
     pad_token_id=1,
-    layernorm_position="pre",  # "post" = the original RoBERTa arrangement (from_pretrained's)
-    **_LIBAI_SWITCHES,  # LiBai's CUDA fusions and numerics switches, all off (see _language.py)
 )
+# add_pooler stays True: the LM models drop it (nothing reads it); layernorm_position "post" is
+# the original RoBERTa arrangement (from_pretrained's)
 
 roberta_model = LazyCall(RobertaModel)(cfg=cfg)
 roberta_causal_lm = LazyCall(RobertaForCausalLM)(cfg=cfg)
 pretrain_model = LazyCall(RobertaForPreTraining)(cfg=cfg)
 
 
-# Named sizes (the RoBERTa paper's): width, layers, heads; the MLP is 4 × width.
-_ROBERTA_SIZES = {"base": (768, 12, 12), "large": (1024, 24, 16)}
+# Named sizes: the RoBERTa paper kept BERT's (width, layers, heads; the MLP is 4 × width).
+_ROBERTA_SIZES = _BERT_SIZES
 
 
 def roberta_cfg(size: str) -> dict:
