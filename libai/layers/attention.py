@@ -273,21 +273,28 @@ class MultiheadAttention(nn.Module):
     def _split_like_scores(
         self, mask: Optional[flow.Tensor], scores: flow.Tensor
     ) -> Optional[flow.Tensor]:
-        """The mask over the scores' whole batch, split over data parallel like the scores.
+        """The mask split like the scores: over the batch (data parallel) and over the heads
+        (tensor parallel).
 
         OneFlow 0.9 gives ``masked_fill``/``where`` a replicated output when the mask is
-        replicated and one row deep (the causal mask is ``[1, 1, q, k]`` on every rank): every
-        data-parallel rank then gathers the scores and computes the softmax, the attention
-        dropout and the product with the values for the whole batch, twice the work with two
-        ranks. A mask as deep as the batch and split like the scores keeps the output split;
-        the conversion from replicated is a local slice, no communication.
+        replicated along a dimension of size 1 on which the scores are split (the causal mask
+        is ``[1, 1, q, k]`` on every rank): each rank then gathers the scores and computes the
+        softmax, the attention dropout and the product with the values for the whole batch or
+        all heads, twice the work with two ranks. A mask as deep as the scores along their
+        split dimensions, split the same way, keeps the output split; the conversion from
+        replicated is a local slice, no communication.
         """
         if mask is None or not self.layout.is_global:
             return mask
-        if mask.shape[0] != scores.shape[0]:
-            mask = mask.expand(scores.shape[0], *mask.shape[1:])
-        data_sbp = self.layout.logical_sbp(scores.sbp)[0]
-        return to_sbp(mask, self.layout, self.layer_idx, data_sbp=data_sbp)
+        split_dims = {d for d in range(scores.ndim) for s in scores.sbp if s == flow.sbp.split(d)}
+        if not split_dims:
+            return mask  # the scores are whole on every rank: nothing to match
+        shape = [scores.shape[d] if d in split_dims else mask.shape[d] for d in range(mask.ndim)]
+        if shape != list(mask.shape):
+            mask = mask.expand(*shape)
+        if list(mask.sbp) != list(scores.sbp):
+            mask = mask.to_global(sbp=scores.sbp)
+        return mask
 
     def _to_here_whole(self, tensor: flow.Tensor) -> flow.Tensor:
         return to_sbp(tensor, self.layout, self.layer_idx, tensor_sbp=broadcast())

@@ -91,7 +91,9 @@ def tensor_parallel_checks(results):
     }
     for seed, (name, (build, forward)) in enumerate(checks.items()):
         parallel, reference = build_twice(build, layout, seed)
+        seen = record_probs_sbp(parallel) if name == "causal_attention" else {}
         results[f"tp2/{name}"] = run_pair(parallel, reference, forward, layout, seed)
+        results[f"tp2/{name}"].update(seen)
         results[f"tp2/{name}"]["init"] = compare_params(parallel, reference, grads=False)
         if name == "linear":
             results["tp2/linear"].update(
@@ -105,6 +107,20 @@ def tensor_parallel_checks(results):
             results["tp2/tied_head_loss"]["logits_sbp"] = sbp_names(parallel.logits)
 
 
+def record_probs_sbp(attention):
+    """Make ``attention`` note the SBP of its softmax output in the returned dict."""
+    seen = {}
+    softmax = attention._masked_softmax
+
+    def recording_softmax(*args):
+        probs = softmax(*args)
+        seen["probs_sbp"] = sbp_names(probs)
+        return probs
+
+    attention._masked_softmax = recording_softmax
+    return seen
+
+
 def data_parallel_checks(results):
     """DP=2 attention, causal alone and causal with padding: outputs and gradients equal the
     one-process ones, and the softmax's output stays split over the batch (a replicated causal
@@ -114,15 +130,7 @@ def data_parallel_checks(results):
         parallel, reference = build_twice(
             lambda: MultiheadAttention(H, 4, attn_mask_type="causal"), layout, seed
         )
-        seen = {}
-        softmax = parallel._masked_softmax
-
-        def recording_softmax(*args, softmax=softmax, seen=seen):
-            probs = softmax(*args)
-            seen["probs_sbp"] = sbp_names(probs)
-            return probs
-
-        parallel._masked_softmax = recording_softmax
+        seen = record_probs_sbp(parallel)
 
         def forward(m, l, mask=mask):
             return m(inputs(l, X)) if mask is None else m(inputs(l, X), inputs(l, mask))

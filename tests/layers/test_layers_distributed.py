@@ -51,6 +51,11 @@ def test_column_and_row_linear_shard_their_weights(results):
     assert check["out_sbp"][1] == "oneflow.sbp.broadcast"
 
 
+def test_tensor_parallel_attention_keeps_the_heads_split_through_the_softmax(results):
+    # replicated here would mean each rank computed the softmax of every head
+    assert results["tp2/causal_attention"]["probs_sbp"][-1] == "oneflow.sbp.split(dim=1)"
+
+
 def test_vocab_embedding_splits_vocabulary(results):
     assert results["tp2/embedding"]["weight_local"] == [16, 16]  # 32 rows over 2 ranks
     assert results["tp2/embedding"]["out_sbp"][1] == "oneflow.sbp.broadcast"
