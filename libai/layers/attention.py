@@ -41,7 +41,9 @@ from oneflow import nn
 
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
-from libai.layers.utils import active_dropout, arange, broadcast, output_dropout, split, to_sbp
+from libai.layers.utils import (
+    active_dropout, arange, broadcast, output_dropout, split, split_like, to_sbp,
+)
 from libai.utils.distributed import current_layout
 
 __all__ = ["AttnMaskType", "MultiheadAttention"]
@@ -286,15 +288,7 @@ class MultiheadAttention(nn.Module):
         """
         if mask is None or not self.layout.is_global:
             return mask
-        split_dims = {d for d in range(scores.ndim) for s in scores.sbp if s == flow.sbp.split(d)}
-        if not split_dims:
-            return mask  # the scores are whole on every rank: nothing to match
-        shape = [scores.shape[d] if d in split_dims else mask.shape[d] for d in range(mask.ndim)]
-        if shape != list(mask.shape):
-            mask = mask.expand(*shape)
-        if list(mask.sbp) != list(scores.sbp):
-            mask = mask.to_global(sbp=scores.sbp)
-        return mask
+        return split_like(mask, scores)
 
     def _to_here_whole(self, tensor: flow.Tensor) -> flow.Tensor:
         return to_sbp(tensor, self.layout, self.layer_idx, tensor_sbp=broadcast())

@@ -48,6 +48,8 @@ __all__ = [
     "local_tensors",
     "arange",
     "sbp_equal",
+    "split_like",
+    "cumsum_keeping_split",
     "active_dropout",
     "output_dropout",
 ]
@@ -251,6 +253,62 @@ def arange(
     return flow.arange(
         start, end, dtype=dtype, placement=layout.layer_placement(layer_idx), sbp=layout.nd_sbp()
     )
+
+
+def split_like(tensor: flow.Tensor, reference: flow.Tensor) -> flow.Tensor:
+    """``tensor`` (global, broadcastable to ``reference``) made as deep as ``reference`` along
+    the dimensions on which ``reference`` is split, and given ``reference``'s SBP.
+
+    OneFlow 0.9 replicates the output of ``masked_fill``, ``where`` and ``cat`` when an operand
+    is replicated (broadcast) along a dimension on which another operand is split: every rank
+    then gathers the split operand and computes the whole result, e.g. the whole batch under
+    data parallelism (twice the work with two ranks, invisible in the values). An operand with
+    the reference's shape along those dimensions and the reference's SBP keeps the output
+    split; from broadcast the conversion is a local slice, no communication. Dimensions of
+    size 1 in ``tensor`` are expanded (a view); ``tensor`` is returned as it is when
+    ``reference`` is not split.
+    """
+    if not (tensor.is_global and reference.is_global):
+        return tensor
+    split_dims = {d for d in range(reference.ndim) for s in reference.sbp if s == flow.sbp.split(d)}
+    if not split_dims:
+        return tensor  # the reference is whole on every rank: nothing to match
+    if tensor.ndim != reference.ndim:
+        raise ValueError(
+            f"split_like: a tensor of shape {tuple(tensor.shape)} cannot follow the split of "
+            f"one of shape {tuple(reference.shape)}; give it as many dimensions (size 1 where "
+            "it is the same for every row)"
+        )
+    shape = [reference.shape[d] if d in split_dims else tensor.shape[d] for d in range(tensor.ndim)]
+    if shape != list(tensor.shape):
+        tensor = tensor.expand(*shape)
+    if not sbp_equal(tensor.sbp, reference.sbp):
+        tensor = tensor.to_global(sbp=reference.sbp)
+    return tensor
+
+
+def cumsum_keeping_split(x: flow.Tensor, dim: int) -> flow.Tensor:
+    """``flow.cumsum(x, dim)`` that keeps a split of ``x`` on its other dimensions.
+
+    OneFlow 0.9's ``cumsum`` always returns a replicated (broadcast) tensor: on a batch split
+    over data parallelism every rank would gather the whole batch, and everything computed
+    from the result afterwards (for RoBERTa's position ids: the whole model) would run on the
+    whole batch on every rank. For a global ``x`` split on another dimension the sum is a
+    doubling scan instead (``ceil(log2(n))`` shifted adds along ``dim``, slices and adds that
+    keep the split; exact for integers, for floats the same terms summed in another order);
+    otherwise it is ``flow.cumsum``.
+    """
+    dim = dim % x.ndim
+    split_elsewhere = x.is_global and any(
+        s != flow.sbp.broadcast and s != flow.sbp.split(dim) for s in x.sbp)
+    if not split_elsewhere:
+        return flow.cumsum(x, dim=dim)
+    length, shift = x.shape[dim], 1
+    while shift < length:
+        head = x.narrow(dim, 0, shift) * 0  # an op, not zeros_like, which nn.Graph flags
+        x = x + flow.cat([head, x.narrow(dim, 0, length - shift)], dim=dim)
+        shift *= 2
+    return x
 
 
 def active_dropout(dropout: nn.Dropout, x: flow.Tensor) -> flow.Tensor:

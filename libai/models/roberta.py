@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import oneflow as flow
 
 from libai.config import configurable
-from libai.layers.utils import to_layer
+from libai.layers.utils import cumsum_keeping_split, to_layer
 from libai.models.bert import BertModel, BertPreTrainingHeads
 from libai.models.common.losses import LMLoss
 from libai.models.language_model import LanguageModelTask, constructor_arguments
@@ -43,9 +43,12 @@ __all__ = [
 
 def roberta_position_ids(input_ids: flow.Tensor, pad_token_id: int) -> flow.Tensor:
     """``[b, s]`` positions: ``pad_token_id + 1 + (index among real tokens)`` for real tokens,
-    ``pad_token_id`` for padding (Fairseq's and Hugging Face's numbering)."""
+    ``pad_token_id`` for padding (Fairseq's and Hugging Face's numbering). The running count
+    keeps ``input_ids``' batch split: OneFlow's ``cumsum`` would replicate it, and with it the
+    whole model, on every data-parallel rank (see
+    :func:`~libai.layers.utils.cumsum_keeping_split`)."""
     real = (input_ids != pad_token_id).to(flow.int64)
-    return flow.cumsum(real, dim=1) * real + pad_token_id
+    return cumsum_keeping_split(real, dim=1) * real + pad_token_id
 
 
 class RobertaEmbeddings(TextEmbedding):

@@ -18,7 +18,7 @@ from oneflow import nn
 
 from libai.config import configurable
 from libai.layers import LayerNorm, Linear, TransformerLayer
-from libai.layers.utils import make_parameter
+from libai.layers.utils import make_parameter, split_like
 from libai.models.pretrained.api import PretrainedMixin
 from libai.models.vision_common import (
     ImageClassificationLoss,
@@ -103,7 +103,9 @@ class VisionTransformer(nn.Module, ImageClassifierMixin, PretrainedMixin):
     def forward_features(self, images: flow.Tensor) -> flow.Tensor:
         """The normalised class-token features ``[B, embed_dim]``."""
         x = self.patch_embed(images)
-        cls_token = self.cls_token.expand(x.shape[0], -1, -1)
+        # the class token split over the batch like the patches: a replicated one would make
+        # OneFlow replicate the concatenation and every block after it (split_like says why)
+        cls_token = split_like(self.cls_token.expand(x.shape[0], -1, -1), x)
         x = flow.cat([cls_token, x], dim=1) + self.pos_embed
         x = self.pos_drop(x)
         for block in self.blocks:

@@ -136,3 +136,28 @@ def run_pair(parallel: flow.nn.Module, reference: flow.nn.Module,
         "out_sbp": sbp_names(out_p),
         "out_ranks": placement_ranks(out_p),
     }
+
+
+def record_replicated_outputs(model: flow.nn.Module, layout: ParallelLayout, batch: int) -> list:
+    """Note, while ``model`` runs, every module whose output holds the whole batch on every
+    data-parallel rank (``broadcast`` on the data axis with ``batch`` rows): work that each
+    rank repeats for the whole batch instead of its share. Returns the list it fills with
+    ``"<module name> <shape> <sbp>"``; it stays empty without a data-parallel axis."""
+    seen: list = []
+    if not layout.is_global or layout.data_parallel_size < 2:
+        return seen
+
+    def hook(module, _inputs, output):
+        outputs = output.values() if isinstance(output, dict) else (
+            output if isinstance(output, (tuple, list)) else [output])
+        for out in outputs:
+            if (isinstance(out, flow.Tensor) and out.is_global and out.ndim
+                    and out.shape[0] == batch
+                    and layout.logical_sbp(out.sbp)[0] == flow.sbp.broadcast):
+                seen.append(f"{module._replica_name or type(module).__name__} "
+                            f"{tuple(out.shape)} {sbp_names(out)}")
+
+    for name, module in model.named_modules():
+        module._replica_name = name
+        module.register_forward_hook(hook)
+    return seen

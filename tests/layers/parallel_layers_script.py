@@ -15,13 +15,14 @@ from oneflow import nn
 
 import llm_layers_script
 from parallel_helpers import (
-    build_twice, compare_params, global_layout, place, placement_ranks, run_pair, sbp_names,
-    write_results,
+    build_twice, compare_params, full, global_layout, like, place, placement_ranks, run_pair,
+    sbp_names, write_results,
 )
 from libai.layers import (
     MLP, LayerNorm, Linear, LMLogits, MultiheadAttention, ParallelCrossEntropyLoss,
     TransformerLayer, VocabEmbedding,
 )
+from libai.layers.utils import cumsum_keeping_split, split_like
 
 B, S, H, V = 2, 6, 16, 32  # batch, sequence, hidden, vocabulary
 RNG = np.random.RandomState(7)
@@ -137,6 +138,35 @@ def data_parallel_checks(results):
 
         results[f"dp2/{name}_attention"] = run_pair(parallel, reference, forward, layout, seed)
         results[f"dp2/{name}_attention"]["probs_sbp"] = seen["probs_sbp"]
+    split_helper_checks(results, layout)
+
+
+def split_helper_checks(results, layout):
+    """The helpers that keep data-parallel work split: ``cumsum_keeping_split`` (values equal
+    to NumPy's running sum, batch still split, where OneFlow's own cumsum replicates it) and
+    ``split_like`` (a replicated ``[1, 1, q, k]`` operand made batch-deep and split)."""
+    counts = (IDS % 3 == 0).astype(np.int64)  # 0/1 rows like RoBERTa's "real token" flags
+    placed = place(counts, layout)
+    summed = cumsum_keeping_split(placed, dim=1)
+    results["dp2/cumsum_keeping_split"] = {
+        "equal": bool((full(summed) == np.cumsum(counts, axis=1)).all()),
+        "sbp": sbp_names(summed),
+        "oneflow_cumsum_sbp": sbp_names(flow.cumsum(placed, dim=1)),
+    }
+    scores = place(RNG.randn(B, 4, S, S).astype(np.float32), layout)
+    causal = like(np.tril(np.ones((1, 1, S, S), dtype=np.float32)), scores)
+    made = split_like(causal, scores)
+    try:
+        split_like(causal[0], scores)
+        error = ""
+    except ValueError as e:
+        error = str(e)
+    results["dp2/split_like"] = {
+        "shape": list(made.shape), "sbp": sbp_names(made),
+        "equal": bool((full(made) == np.tril(np.ones((B, 1, S, S)))).all()),
+        "fill_sbp": sbp_names(scores.masked_fill(made == 0, -1.0)),
+        "ndim_error": error,
+    }
 
 
 class TwoStages(nn.Module):

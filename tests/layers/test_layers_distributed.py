@@ -89,6 +89,21 @@ def test_data_parallel_attention_keeps_the_batch_split_through_the_softmax(resul
     assert check["out_sbp"] == ["oneflow.sbp.split(dim=0)"]
 
 
+def test_cumsum_keeping_split_keeps_the_batch_split(results):
+    check = results["dp2/cumsum_keeping_split"]
+    assert check["equal"]
+    # OneFlow's own cumsum replicates its output (each rank would then hold the whole batch)
+    assert check["oneflow_cumsum_sbp"] == ["oneflow.sbp.broadcast"]
+    assert check["sbp"] == ["oneflow.sbp.split(dim=0)"]
+
+
+def test_split_like_makes_a_replicated_operand_split_like_the_data(results):
+    check = results["dp2/split_like"]
+    assert check["shape"] == [2, 1, 6, 6] and check["equal"]
+    assert check["sbp"] == check["fill_sbp"] == ["oneflow.sbp.split(dim=0)"]
+    assert "as many dimensions" in check["ndim_error"]
+
+
 @pytest.mark.parametrize("name", ["llama_block", "t5_decoder_block"])
 def test_block_under_tp2_matches_one_process(results, name):
     check = results[f"tp2/{name}"]

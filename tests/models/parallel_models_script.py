@@ -6,7 +6,8 @@ Usage: python -m oneflow.distributed.launch --nproc_per_node N parallel_models_s
 with LAYOUT among tp2, dp2, pp2 (2 processes) and dp2_tp2, tp2_pp2 (4 processes), and the
 models among gpt, bert, t5 (all three when not given).
 Rank 0 writes {"<layout>/<model>": {"losses": {name: [parallel, one-process]},
-"grads": {param: rel err}, "init": {param: rel err}, "grad_norm": ...}}.
+"grads": {param: rel err}, "init": {param: rel err}, "grad_norm": ..., "replicated": [modules
+whose output holds the whole batch on every data-parallel rank]}}.
 """
 import os
 import sys
@@ -17,7 +18,8 @@ import oneflow as flow
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers"))
 from parallel_helpers import (  # noqa: E402
-    LAYOUTS, build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
+    LAYOUTS, build_twice, compare_params, full, global_layout, place, record_replicated_outputs,
+    sbp_names, write_results,
 )
 from libai.models import BertForPreTraining, GPTForPreTraining, T5ForPreTraining  # noqa: E402
 
@@ -102,6 +104,8 @@ def run_case(layout_name, case):
     init = compare_params(parallel, reference, grads=False)
     parallel.train()
     reference.train()
+    batch = next(iter(fields.values()))[0].shape[0]
+    replicated = record_replicated_outputs(parallel, layout, batch)
     losses_p = parallel(**{k: place(a, layout, stage) for k, (a, stage) in fields.items()})
     losses_r = reference(**{k: flow.tensor(a) for k, (a, _) in fields.items()})
     sum(losses_p.values()).backward()
@@ -109,6 +113,7 @@ def run_case(layout_name, case):
     return {
         "losses": {k: [float(full(v)), float(losses_r[k].numpy())] for k, v in losses_p.items()},
         "loss_sbp": sbp_names(next(iter(losses_p.values()))),
+        "replicated": replicated,
         "grads": compare_params(parallel, reference, grads=True),
         "init": init,
         "grad_norm": float(np.sqrt(sum((p.grad.numpy() ** 2).sum() for p in reference.parameters()))),

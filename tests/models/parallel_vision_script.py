@@ -4,7 +4,8 @@ with the same model built from the same seed under a one-process layout.
 Usage: python -m oneflow.distributed.launch --nproc_per_node 2 parallel_vision_script.py \
            OUT.json LAYOUT [LAYOUT ...]      (LAYOUT among tp2, dp2, pp2)
 Rank 0 writes {"<layout>/<model>": {"loss": [parallel, one-process], "grads": {param: rel err},
-"init": {param: rel err}, "grad_norms": {param: [parallel, one-process]}, "loss_sbp": [...]}}.
+"init": {param: rel err}, "grad_norms": {param: [parallel, one-process]}, "loss_sbp": [...],
+"replicated": [modules whose output holds the whole batch on every data-parallel rank]}}.
 ViT is trained on hard labels, Swin on soft (MixUp-style) targets.
 """
 import os
@@ -16,7 +17,8 @@ import oneflow as flow
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers"))
 from parallel_helpers import (  # noqa: E402
-    LAYOUTS, build_twice, compare_params, full, global_layout, place, sbp_names, write_results,
+    LAYOUTS, build_twice, compare_params, full, global_layout, place, record_replicated_outputs,
+    sbp_names, write_results,
 )
 from libai.models.swin import SwinTransformer  # noqa: E402
 from libai.models.vit import VisionTransformer  # noqa: E402
@@ -56,6 +58,7 @@ def run_case(layout_name, case):
     layout = global_layout(pipeline_num_layers=num_layers, **LAYOUTS[layout_name])
     parallel, reference = build_twice(build, layout, seed=11)
     init = compare_params(parallel, reference, grads=False)
+    replicated = record_replicated_outputs(parallel, layout, BATCH)
     loss_p = parallel(place(images, layout, 0), place(labels, layout, -1))["losses"]
     loss_r = reference(flow.tensor(images), flow.tensor(labels))["losses"]
     loss_p.backward()
@@ -69,6 +72,7 @@ def run_case(layout_name, case):
     return {
         "loss": [float(full(loss_p)), float(loss_r.numpy())],
         "loss_sbp": sbp_names(loss_p),
+        "replicated": replicated,
         "grads": compare_params(parallel, reference, grads=True),
         "grad_norms": norms,
         "init": init,

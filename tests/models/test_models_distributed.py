@@ -21,9 +21,10 @@ def _run(tmp_path_factory, nproc, layouts):
 
 
 # The zoo's other families (tests/models/zoo_cases/): every transformer-style model at TP=2 and
-# PP=2; the convolutional classifiers, which are data-parallel models, at DP=2.
+# PP=2; the convolutional classifiers, which are data-parallel models, at DP=2, and one model
+# of each other family at DP=2 too (whose work must stay split over the batch).
 ZOO_TP_PP = ["roberta", "roberta_causal", "swinv2", "resmlp", "t5v11", "llama", "llama_lora"]
-ZOO_DP = ["resnet", "alexnet"]
+ZOO_DP = ["resnet", "alexnet", "roberta", "llama", "t5v11", "swinv2", "resmlp"]
 ZOO_CASES = [f"{layout}/{m}" for layout in ("tp2", "pp2") for m in ZOO_TP_PP] + [
     f"dp2/{m}" for m in ZOO_DP]
 
@@ -66,6 +67,22 @@ def test_zoo_models_match_one_process(two_process_results, case):
 @pytest.mark.parametrize("case", ["dp2_tp2/gpt", "dp2_tp2/t5", "dp2_tp2/llama", "tp2_pp2/t5"])
 def test_four_process_layouts_match_one_process(four_process_results, case):
     _assert_matches(four_process_results[case])
+
+
+DP_CASES = [f"dp2/{m}" for m in ("gpt", "bert", "t5", *ZOO_DP)]
+
+
+@pytest.mark.parametrize("case", DP_CASES)
+def test_data_parallel_work_stays_split_over_the_batch(two_process_results, case):
+    # a module whose output holds the whole batch on both ranks means each rank computed the
+    # whole batch from there on (RoBERTa's position ids through OneFlow's cumsum replicated
+    # the whole model): the same values, twice the work
+    assert two_process_results[case]["replicated"] == []
+
+
+@pytest.mark.parametrize("case", ["dp2_tp2/gpt", "dp2_tp2/t5", "dp2_tp2/llama"])
+def test_data_and_tensor_parallel_work_stays_split_over_the_batch(four_process_results, case):
+    assert four_process_results[case]["replicated"] == []
 
 
 def test_bert_reports_both_pretraining_losses(two_process_results):

@@ -420,3 +420,10 @@ def test_parallel_layouts_match_one_process(parallel_results, layout, name):
     assert not bad, f"gradients differ from the one-process run: {bad}"
     assert max(check["init"].values()) == 0.0, "initial weights depend on the layout"
     assert check["loss_sbp"] and set(check["loss_sbp"]) == {"oneflow.sbp.broadcast"}  # whole on every rank
+
+
+@pytest.mark.parametrize("name", ["vit", "swin"])
+def test_data_parallel_work_stays_split_over_the_batch(parallel_results, name):
+    # ViT's class token, replicated, made OneFlow replicate the concatenation with the split
+    # patches and every block after it: each rank computed the whole batch
+    assert parallel_results[f"dp2/{name}"]["replicated"] == []
