@@ -182,7 +182,10 @@ class MultiheadAttention(nn.Module):
         key, value = self._repeat_kv(key), self._repeat_kv(value)
         scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
-        mask = self._split_like_scores(mask, scores)
+        if mask is not None:
+            # split over batch and heads like the scores: a replicated [1, 1, q, k] causal mask
+            # would make OneFlow replicate the softmax and everything after it (see split_like)
+            mask = split_like(mask, scores)
         probs = self._masked_softmax(scores, mask, self._place_bias(position_bias))
         probs = active_dropout(self.attention_dropout, probs)
         context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
@@ -271,24 +274,6 @@ class MultiheadAttention(nn.Module):
             causal = self._causal_mask(q_len, k_len)
             mask = causal if mask is None else flow.logical_and(mask, causal)
         return mask
-
-    def _split_like_scores(
-        self, mask: Optional[flow.Tensor], scores: flow.Tensor
-    ) -> Optional[flow.Tensor]:
-        """The mask split like the scores: over the batch (data parallel) and over the heads
-        (tensor parallel).
-
-        OneFlow 0.9 gives ``masked_fill``/``where`` a replicated output when the mask is
-        replicated along a dimension of size 1 on which the scores are split (the causal mask
-        is ``[1, 1, q, k]`` on every rank): each rank then gathers the scores and computes the
-        softmax, the attention dropout and the product with the values for the whole batch or
-        all heads, twice the work with two ranks. A mask as deep as the scores along their
-        split dimensions, split the same way, keeps the output split; the conversion from
-        replicated is a local slice, no communication.
-        """
-        if mask is None or not self.layout.is_global:
-            return mask
-        return split_like(mask, scores)
 
     def _to_here_whole(self, tensor: flow.Tensor) -> flow.Tensor:
         return to_sbp(tensor, self.layout, self.layer_idx, tensor_sbp=broadcast())

@@ -147,17 +147,16 @@ def record_replicated_outputs(model: flow.nn.Module, layout: ParallelLayout, bat
     if not layout.is_global or layout.data_parallel_size < 2:
         return seen
 
-    def hook(module, _inputs, output):
+    def hook(name, module, output):
         outputs = output.values() if isinstance(output, dict) else (
             output if isinstance(output, (tuple, list)) else [output])
         for out in outputs:
             if (isinstance(out, flow.Tensor) and out.is_global and out.ndim
                     and out.shape[0] == batch
                     and layout.logical_sbp(out.sbp)[0] == flow.sbp.broadcast):
-                seen.append(f"{module._replica_name or type(module).__name__} "
+                seen.append(f"{name or type(module).__name__} "
                             f"{tuple(out.shape)} {sbp_names(out)}")
 
     for name, module in model.named_modules():
-        module._replica_name = name
-        module.register_forward_hook(hook)
+        module.register_forward_hook(lambda m, _inputs, out, name=name: hook(name, m, out))
     return seen
