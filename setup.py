@@ -3,11 +3,15 @@
 The built-in configs under ``configs/`` are installed as package data of ``libai.config``
 (under ``libai/config/configs``) so that ``get_config("common/train.py")`` works from any
 directory after installation.
+
+``libai/csrc/cblas_vector.c`` becomes ``libai/_cblas_vector*.so``, the adapter through which
+OneFlow's CPU matrix products reach the OpenBLAS of ``scipy-openblas32`` (see ``libai._runtime.route_matrix_products``).
+It is optional: without a C compiler the build says so and libai keeps OneFlow's own sgemm.
 """
 import os
 import shutil
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,6 +53,7 @@ setup(
         "pillow",
         "tqdm==4.70.1",  # progress bars of tools/generate.py and tools/predict.py
         "scipy==1.15.3",  # RegEvaluator (Pearson/Spearman)
+        "scipy-openblas32==0.3.34.481.3",  # OneFlow's CPU matrix products (libai._runtime)
         "nltk==3.10.4",  # BLEUEvaluator (corpus BLEU)
         "graphviz==0.21",  # tools/visualize_model.py (drawing also needs the system `dot`)
     ],
@@ -62,5 +67,8 @@ setup(
                 "import-linter==2.15", "onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2",
                 "onnxsim==0.7.3"],
     },
+    # A plain shared library (no Python module in it): libai loads it with ctypes.
+    ext_modules=[Extension("libai._cblas_vector", ["libai/csrc/cblas_vector.c"],
+                           extra_compile_args=["-O2"], optional=True)],
     cmdclass={"build_py": BuildWithConfigs},
 )

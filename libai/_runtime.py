@@ -1,8 +1,9 @@
 """What must happen before the first ``import oneflow``, so that users export nothing.
 
 The CUDA companion libraries are made loadable, the launcher's ``LOCAL_RANK`` is made to agree
-with OneFlow's idea of a node (see :func:`align_local_rank`), and OpenBLAS is told which kernels
-suit this processor (see :func:`choose_blas_kernels`).
+with OneFlow's idea of a node (see :func:`align_local_rank`), OpenBLAS is told which kernels
+suit this processor (see :func:`choose_blas_kernels`), and OneFlow's CPU matrix products are
+routed to a current OpenBLAS, GEMV included (see :func:`route_matrix_products`).
 
 The OneFlow 0.9.0 wheel is a CUDA 11 build whose native library links against cuBLAS 11,
 cuDNN 8 and NVRTC 11 even on a CPU-only machine. Those libraries come from the PyPI packages
@@ -13,13 +14,14 @@ OneFlow's references from the already loaded copies.
 """
 import ctypes
 import glob
+import importlib.util
 import ipaddress
 import os
 import socket
 import sys
 import time
 import warnings
-from typing import Dict, FrozenSet, List, MutableMapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, MutableMapping, NamedTuple, Optional, Tuple
 
 # Order matters: each library must come after the ones it depends on.
 _LIBRARY_ORDER = (
@@ -243,9 +245,11 @@ def blas_choice() -> Dict[str, str]:
 
 
 def check_blas_kernels(size: int = 96) -> float:
-    """Multiply two ``size`` x ``size`` matrices with OneFlow and with NumPy (in float64) and
-    return the largest difference relative to the largest entry; raise ``RuntimeError`` naming
-    ``OPENBLAS_CORETYPE`` when OneFlow's kernels compute something else (relative 1e-4).
+    """Multiply ``size`` x ``size`` matrices, and a one-row and a one-column product, with
+    OneFlow and with NumPy (in float64); return the largest difference relative to the
+    largest entry. Raise ``RuntimeError`` naming ``OPENBLAS_CORETYPE`` (and
+    ``LIBAI_CBLAS_ROUTE`` when the route is on) when OneFlow computes something else
+    (relative 1e-4).
 
     About a millisecond; run when the environment table is logged at the start of a run.
     """
@@ -255,16 +259,20 @@ def check_blas_kernels(size: int = 96) -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size)).astype(np.float32)
     b = rng.standard_normal((size, size)).astype(np.float32)
-    ours = flow.matmul(flow.tensor(a), flow.tensor(b)).numpy().astype(np.float64)
-    reference = a.astype(np.float64) @ b.astype(np.float64)
-    error = float(np.abs(ours - reference).max() / np.abs(reference).max())
+    error = 0.0
+    for left, right in ((a, b), (a[:1], b), (a, b[:, :1])):
+        ours = flow.matmul(flow.tensor(left), flow.tensor(right)).numpy().astype(np.float64)
+        reference = left.astype(np.float64) @ right.astype(np.float64)
+        error = max(error, float(np.abs(ours - reference).max() / np.abs(reference).max()))
     if not error <= 1e-4:  # also catches NaN
         value = os.environ.get(BLAS_VARIABLE, "")
+        route = (f" or {ROUTE_VARIABLE}=0 (OneFlow's own sgemm)"
+                 if _route.get("active") == "yes" else "")
         raise RuntimeError(
             f"OneFlow's matrix product differs from NumPy's by {error:.2e} (relative) with "
             f"{BLAS_VARIABLE}={value or '(unset)'}: its BLAS kernels do not suit this processor. "
             f"Start again with {BLAS_VARIABLE} unset (libai then picks one from the CPU flags) or "
-            "set to a type this CPU supports, e.g. Haswell for AVX2 processors."
+            f"set to a type this CPU supports, e.g. Haswell for AVX2 processors{route}."
         )
     return error
 
@@ -297,12 +305,7 @@ def openblas_core_in_use() -> Optional[str]:
     """
     if "oneflow" not in sys.modules:
         return None
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as f:
-            paths = {line.split()[-1] for line in f if "liboneflow" in line and line.rstrip().endswith(".so")}
-    except OSError:
-        return None
-    for path in sorted(paths):
+    for path in _loaded_libraries("liboneflow"):
         try:
             lib = ctypes.CDLL(path)
             current = ctypes.c_void_p.in_dll(lib, "gotoblas").value
@@ -315,6 +318,147 @@ def openblas_core_in_use() -> Optional[str]:
             except ValueError:
                 continue
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix products with one row or one column
+# ---------------------------------------------------------------------------------------------
+ROUTE_VARIABLE = "LIBAI_CBLAS_ROUTE"
+_ADAPTER_PATTERN = "_cblas_vector*.so"
+
+# What ``route_matrix_products`` did in this process, for the environment table and the tests.
+_route: Dict[str, str] = {}
+_adapter: Optional[ctypes.CDLL] = None
+
+
+def _loaded_libraries(word: str) -> List[str]:
+    """Paths of the shared libraries loaded in this process whose file name contains ``word``."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+    except OSError:
+        return []
+    return sorted(p for p in paths if word in os.path.basename(p) and ".so" in os.path.basename(p))
+
+
+class _Blas(NamedTuple):
+    """A CBLAS to route to: where it comes from, the library, and how its symbols are named."""
+
+    label: str
+    path: str
+    lib: ctypes.CDLL
+    prefix: str
+
+    def symbol(self, name: str) -> Any:
+        return getattr(self.lib, self.prefix + name)
+
+    def has_cblas(self) -> bool:
+        return all(hasattr(self.lib, self.prefix + n) for n in ("cblas_sgemm", "cblas_sgemv"))
+
+
+def _route_target() -> Optional[_Blas]:
+    """The OpenBLAS of the ``scipy-openblas32`` package (a libai dependency: 32-bit integers,
+    ``scipy_``-prefixed symbols), or ``None`` when it is not installed or lacks CBLAS.
+
+    Found, not imported: the package's ``__init__`` reads its version through
+    ``importlib.metadata``, a tenth of a second every process (ranks, loader workers, tools)
+    would pay. NumPy's own OpenBLAS is not used: its thread count is NumPy's to set."""
+    spec = importlib.util.find_spec("scipy_openblas32")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for path in sorted(glob.glob(os.path.join(folder, "lib", "libscipy_openblas*.so")))[:1]:
+            try:
+                blas = _Blas("scipy-openblas32's", path, ctypes.CDLL(path), "scipy_")
+            except OSError:
+                continue
+            if blas.has_cblas():
+                return blas
+    return None
+
+
+def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) -> Dict[str, str]:
+    """Before OneFlow loads, make its CPU matrix products run on a current OpenBLAS, with every
+    product of one row or one column done as a matrix-vector product (GEMV).
+
+    OneFlow 0.9 sends each float32 product on the CPU to ``cblas_sgemm`` of the OpenBLAS it
+    bundles, which has no GEMV path: a one-row product (each step of generation at batch size
+    1, the attention scores of one query) packs the whole weight like a large product and runs
+    5-10x slower than GEMV. libai's small C adapter (``libai/csrc/cblas_vector.c``, built at
+    install) defines ``cblas_sgemm``; loaded into the global symbol scope before OneFlow, it is
+    the one OneFlow's kernels call. It hands one-row and one-column products to ``sgemv`` and
+    all others to ``sgemm`` of the OpenBLAS in the ``scipy-openblas32`` package: years newer
+    than OneFlow's, following ``OPENBLAS_CORETYPE``, one thread per product as OneFlow's own,
+    and 10-30% faster on this project's large products (see docs/benchmarks.md). Results agree with OneFlow's own to rounding
+    (checked against NumPy when the environment table is logged, see
+    :func:`check_blas_kernels`). On a GPU nothing changes: CUDA products never reach it.
+
+    ``LIBAI_CBLAS_ROUTE=0`` keeps OneFlow's own ``cblas_sgemm``. Returns (and remembers, for
+    the environment table) ``{"active", "reason"}``.
+    """
+    global _adapter
+    env = os.environ if environ is None else environ
+    adapters = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                             _ADAPTER_PATTERN)))
+    if env.get(ROUTE_VARIABLE, "1") == "0":
+        choice = {"active": "no", "reason": f"{ROUTE_VARIABLE}=0: OneFlow's own sgemm"}
+    elif _adapter is not None:
+        choice = dict(_route)
+    elif "oneflow" in sys.modules:
+        choice = {"active": "no", "reason": "oneflow was imported before libai: OneFlow's own sgemm"}
+    elif not adapters:
+        choice = {"active": "no", "reason": "libai's cblas adapter is not built (it needs a C "
+                  "compiler at install: `pip install -e .` or tools/setup_env.sh); OneFlow's "
+                  "own sgemm"}
+    else:
+        try:
+            blas = _route_target()
+            if blas is None:
+                raise LookupError("the scipy-openblas32 package is not installed (it is in "
+                                  "libai's requirements: pip install scipy-openblas32)")
+            adapter = ctypes.CDLL(adapters[-1], mode=ctypes.RTLD_GLOBAL)
+            pointer = ctypes.c_void_p
+            status = adapter.libai_cblas_route(
+                ctypes.cast(blas.symbol("cblas_sgemm"), pointer),
+                ctypes.cast(blas.symbol("cblas_sgemv"), pointer),
+            )
+            if status != 0:
+                raise OSError(f"libai_cblas_route returned {status}")
+            # One thread per product, as OneFlow's own OpenBLAS runs: a multi-threaded one
+            # changed the last step of a 12-iteration one-process Graph run (tests/parallel/
+            # test_zero.py) against the same run with one thread, OneFlow's sgemm and DP=2.
+            blas.symbol("openblas_set_num_threads")(ctypes.c_int(1))
+            _adapter = adapter
+            choice = {"active": "yes", "reason": f"{blas.label} {_openblas_version(blas)} "
+                      f"({os.path.basename(blas.path)}); one-row and one-column products as GEMV"}
+        except (OSError, LookupError, AttributeError) as exc:
+            choice = {"active": "no", "reason": f"could not route to another BLAS ({exc}); "
+                      "OneFlow's own sgemm"}
+    if environ is None:
+        _route.clear()
+        _route.update(choice)
+    return choice
+
+
+def _openblas_version(blas: _Blas) -> str:
+    """``"OpenBLAS 0.3.34"``: the first words of the library's configuration string."""
+    try:
+        config = blas.symbol("openblas_get_config")
+        config.restype = ctypes.c_char_p
+        return " ".join(config().decode(errors="replace").split()[:2])
+    except AttributeError:
+        return "OpenBLAS"
+
+
+def matrix_route() -> Dict[str, str]:
+    """What :func:`route_matrix_products` did at ``import libai`` in this process."""
+    return dict(_route)
+
+
+def gemv_products() -> int:
+    """Products that took the GEMV path in this process so far (0 when the route is off)."""
+    if _adapter is None:
+        return 0
+    _adapter.libai_cblas_gemv_calls.restype = ctypes.c_longlong
+    return int(_adapter.libai_cblas_gemv_calls())
 
 
 # ---------------------------------------------------------------------------------------------

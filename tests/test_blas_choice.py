@@ -1,12 +1,16 @@
 """libai picks OpenBLAS kernels for the processor at ``import libai``, before OneFlow loads,
 and never overrides the user's ``OPENBLAS_CORETYPE``. Checked in fresh subprocesses (the
 variable is read once, when OneFlow's OpenBLAS loads), with what OneFlow's OpenBLAS then really
-uses read back from the library."""
+uses read back from the library. The same probes check the route of OneFlow's matrix products
+to NumPy's OpenBLAS (``LIBAI_CBLAS_ROUTE``), whose C adapter is also called directly here."""
+import ctypes
+import glob
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from libai import _runtime
@@ -17,12 +21,37 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = """
 import json, os
 import libai
-from libai._runtime import blas_choice, check_blas_kernels, openblas_core_in_use
-import oneflow
+from libai._runtime import (blas_choice, check_blas_kernels, gemv_products, matrix_route,
+                            openblas_core_in_use)
+import numpy as np
+import oneflow as flow
 from libai.utils.logger import collect_env_info
-row = [l for l in collect_env_info().splitlines() if l.startswith("OPENBLAS_CORETYPE")]
+table = collect_env_info().splitlines()
+row = [l for l in table if l.startswith("OPENBLAS_CORETYPE")]
+route_row = [l for l in table if l.startswith("CPU matrix products")]
+# one-row and one-column products in every layout OneFlow's matmul offers, and a batched one
+rng = np.random.default_rng(1)
+worst, before = 0.0, gemv_products()
+for shape_a, shape_b in (((1, 33), (33, 20)), ((20, 33), (33, 1)), ((4, 1, 16), (4, 16, 9))):
+    for ta in (False, True):
+        for tb in (False, True):
+            a = rng.standard_normal(shape_a).astype(np.float32)
+            b = rng.standard_normal(shape_b).astype(np.float32)
+            a_in = np.ascontiguousarray(np.swapaxes(a, -1, -2)) if ta else a
+            b_in = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if tb else b
+            if a.ndim == 3:
+                if ta or tb:
+                    continue
+                out = flow.bmm(flow.tensor(a_in), flow.tensor(b_in)).numpy()
+            else:
+                out = flow.matmul(flow.tensor(a_in), flow.tensor(b_in), transpose_a=ta,
+                                  transpose_b=tb).numpy()
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            worst = max(worst, float(np.abs(out - ref).max() / np.abs(ref).max()))
+gemv = gemv_products() - before
 print("PROBE " + json.dumps(dict(env=os.environ.get("OPENBLAS_CORETYPE"), choice=blas_choice(),
-      core=openblas_core_in_use(), error=check_blas_kernels(), row=row)))
+      core=openblas_core_in_use(), error=check_blas_kernels(), row=row, route=matrix_route(),
+      route_row=route_row, vector_error=worst, gemv=gemv)))
 """
 
 # Started by a process that imported libai: a launched rank or a tool run from a libai script.
@@ -59,15 +88,104 @@ def test_without_a_user_value_libai_chooses_from_the_cpu_flags_and_oneflow_uses_
     assert result["error"] < 1e-4
     assert len(result["row"]) == 1 and (want or "unset") in result["row"][0]
     assert "matmul agrees with NumPy" in result["row"][0]
+    # OneFlow's products run on NumPy's OpenBLAS, one-row/one-column ones as GEMV: 8 matmuls
+    # and 4 batch entries of the bmm take that path, and all agree with NumPy
+    assert result["route"]["active"] == "yes", result["route"]
+    assert len(result["route_row"]) == 1 and result["route"]["reason"] in result["route_row"][0]
+    assert "GEMV" in result["route_row"][0]
+    assert result["gemv"] == 12
+    assert result["vector_error"] < 1e-5
 
 
 def test_a_user_value_is_kept_and_reported_as_the_users():
-    result = run_probe({BLAS_VARIABLE: "Sandybridge"})
+    # with the route off, OneFlow's own OpenBLAS computes, on the kernels the user named
+    result = run_probe({BLAS_VARIABLE: "Sandybridge", _runtime.ROUTE_VARIABLE: "0"})
     assert result["env"] == "Sandybridge"
     assert result["choice"]["source"] == "user"
     assert result["core"] == "SANDYBRIDGE"
     assert "Sandybridge (user" in result["row"][0]
     assert result["error"] < 1e-4
+    assert result["route"]["active"] == "no" and "LIBAI_CBLAS_ROUTE=0" in result["route_row"][0]
+    assert result["gemv"] == 0 and result["vector_error"] < 1e-5
+
+
+def test_the_route_is_refused_once_oneflow_is_loaded(monkeypatch):
+    monkeypatch.setattr(_runtime, "_adapter", None)
+    choice = _runtime.route_matrix_products({})
+    assert choice["active"] == "no" and "imported before libai" in choice["reason"]
+    off = _runtime.route_matrix_products({_runtime.ROUTE_VARIABLE: "0"})
+    assert off["active"] == "no" and "LIBAI_CBLAS_ROUTE=0" in off["reason"]
+
+
+def test_the_route_goes_to_scipy_openblas32_on_one_thread_and_says_when_it_is_missing(monkeypatch):
+    target = _runtime._route_target()
+    assert target is not None and target.prefix == "scipy_" and target.has_cblas()
+    get_threads = target.symbol("openblas_get_num_threads")
+    assert get_threads() == 1  # one thread per product, as OneFlow's own OpenBLAS
+    monkeypatch.setattr(_runtime.importlib.util, "find_spec", lambda name: None)
+    assert _runtime._route_target() is None
+    monkeypatch.setattr(_runtime, "_adapter", None)
+    monkeypatch.delitem(sys.modules, "oneflow")  # as if OneFlow were not loaded yet
+    choice = _runtime.route_matrix_products({})
+    assert choice["active"] == "no" and "pip install scipy-openblas32" in choice["reason"]
+
+
+ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
+
+
+def call_adapter_sgemm(order, trans_a, trans_b, a, b, c, alpha, beta):
+    """C = alpha op(A) op(B) + beta C through the adapter's exported ``cblas_sgemm``, arrays
+    laid out as ``order`` says (their leading dimension is their row or column stride)."""
+    (path,) = glob.glob(os.path.join(os.path.dirname(_runtime.__file__), _runtime._ADAPTER_PATTERN))
+    lib = ctypes.CDLL(path)
+    sgemm = lib.cblas_sgemm
+    sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
+                                           ctypes.c_void_p, ctypes.c_int, ctypes.c_float,
+                                           ctypes.c_void_p, ctypes.c_int]
+
+    def stored(x):  # the stored array and its leading dimension
+        y = x if order == ROW_MAJOR else x.T
+        return y, y.strides[0] // 4
+
+    m, n = c.shape
+    k = a.shape[1] if trans_a == NO_TRANS else a.shape[0]
+    (sa, lda), (sb, ldb), (sc, ldc) = stored(a), stored(b), stored(c)
+    sgemm(order, trans_a, trans_b, m, n, k, alpha, sa.ctypes.data, lda, sb.ctypes.data, ldb,
+          beta, sc.ctypes.data, ldc)
+    return sc if order == ROW_MAJOR else sc.T
+
+
+def padded(rows, cols, rng, order):
+    """A float32 matrix inside a larger buffer, so its leading dimension exceeds its width."""
+    if order == ROW_MAJOR:
+        return rng.standard_normal((rows, cols + 3)).astype(np.float32)[:, :cols]
+    return rng.standard_normal((cols, rows + 3)).astype(np.float32)[:, :rows].T
+
+
+@pytest.mark.parametrize("order", [ROW_MAJOR, COL_MAJOR])
+@pytest.mark.parametrize("m, n, k", [(1, 7, 5), (6, 1, 5), (1, 1, 5), (4, 6, 5)])
+def test_the_adapter_computes_gemm_in_every_layout(order, m, n, k):
+    if _runtime.matrix_route().get("active") != "yes":
+        pytest.fail(f"the cblas route is off in the test process: {_runtime.matrix_route()}")
+    rng = np.random.default_rng(m * 100 + n * 10 + k)
+    for trans_a in (NO_TRANS, TRANS):
+        for trans_b in (NO_TRANS, TRANS):
+            for alpha, beta in ((1.0, 0.0), (2.0, 0.5)):
+                a = padded(*((m, k) if trans_a == NO_TRANS else (k, m)), rng, order)
+                b = padded(*((k, n) if trans_b == NO_TRANS else (n, k)), rng, order)
+                c = padded(m, n, rng, order)
+                if beta == 0.0:
+                    c[...] = np.nan  # GEMM's contract: C is not read when beta is 0
+                start = c.astype(np.float64)
+                op_a = a.T if trans_a == TRANS else a
+                op_b = b.T if trans_b == TRANS else b
+                want = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
+                if beta:
+                    want += beta * start
+                got = call_adapter_sgemm(order, trans_a, trans_b, a, b, c, alpha, beta)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5,
+                                           err_msg=f"order {order} trans {trans_a},{trans_b} "
+                                                   f"alpha {alpha} beta {beta}")
 
 
 def test_an_empty_user_value_leaves_the_choice_to_openblas():

@@ -7,7 +7,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${LIBAI_VENV:-$root/.venv}"
 req="$root/requirements.txt"
 stamp="$venv/.libai-installed"
-want="$(cat "$req" "$root/setup.py" | sha256sum | cut -d' ' -f1)"
+want="$(cat "$req" "$root/setup.py" "$root"/libai/csrc/*.c | sha256sum | cut -d' ' -f1)"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
   exit 0

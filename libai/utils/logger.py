@@ -280,6 +280,7 @@ def _env_rows() -> List[Tuple[str, Any]]:
     rows.append(("CPU count", os.cpu_count()))
     rows.append(("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "unset")))
     rows.append(("OPENBLAS_CORETYPE", _blas_row()))
+    rows.append(("CPU matrix products", _route_row()))
     for variable in ("ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD", "ONEFLOW_ENABLE_ONEDNN_OPTS"):
         rows.append((variable, os.environ.get(variable, "unset (OneFlow's default)")))
     return rows
@@ -292,6 +293,14 @@ def _blas_row() -> str:
 
     error = check_blas_kernels()
     return f"{describe_blas_choice()}; matmul agrees with NumPy ({error:.0e} relative)"
+
+
+def _route_row() -> str:
+    """Where OneFlow's CPU matrix products go (see :func:`libai._runtime.route_matrix_products`)."""
+    from libai._runtime import matrix_route
+
+    route = matrix_route() or {"reason": "libai._runtime did not run: OneFlow's own sgemm"}
+    return route["reason"]
 
 
 def _oneflow_cuda_build() -> str:
