@@ -163,6 +163,10 @@ def engines(ref: str, runner: str, coretype: str) -> List[Engine]:
         Engine("libai", OUR_PYTHON, os.path.join(REPO, "tools", "train_net.py"),
                os.path.join(REPO, "configs"), drop_env=blas + cpu_vars),
         Engine("LiBai", ref_py, runner, ref_cfg, dict(upstream_env), drop_env=blas + cpu_vars),
+        # libai with OneFlow's own bundled sgemm for every product (the route to a current
+        # OpenBLAS switched off): what the route alone gives.
+        Engine("libai-noroute", OUR_PYTHON, os.path.join(REPO, "tools", "train_net.py"),
+               os.path.join(REPO, "configs"), {"LIBAI_CBLAS_ROUTE": "0"}, drop_env=blas + cpu_vars),
     ]
     if coretype:
         result.append(Engine("LiBai+BLAS", ref_py, runner, ref_cfg,

@@ -145,7 +145,7 @@ def config_writer(args: argparse.Namespace, ref: str, plan: Plan,
     os.makedirs(cfg_dir, exist_ok=True)
 
     def config_for(engine: Engine, model: str, graph: bool, n_iters: int, period: int) -> str:
-        side = "libai" if engine.name == "libai" else "ref"
+        side = "libai" if engine.python == OUR_PYTHON else "ref"
         return write_config(cfg_dir, side, model, bases[(side, model)], paths, plan.size, n_iters,
                             period, graph)
 
@@ -298,7 +298,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S")
 
     peaks = [matmul_peak(OUR_PYTHON, NATIVE_BLAS),
-             matmul_peak(OUR_PYTHON, {"OPENBLAS_CORETYPE": "", "LIBAI_OPENBLAS_CORETYPE_CHOSEN": None})]
+             matmul_peak(OUR_PYTHON, {"OPENBLAS_CORETYPE": "", "LIBAI_OPENBLAS_CORETYPE_CHOSEN": None,
+                                      "LIBAI_CBLAS_ROUTE": "0"})]
     config_for = config_writer(args, ref, plan, paths)
     results = Results()
     for r in range(plan.repeats):
