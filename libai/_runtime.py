@@ -387,9 +387,9 @@ def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) ->
     the one OneFlow's kernels call. It hands one-row and one-column products to ``sgemv`` and
     all others to ``sgemm`` of the OpenBLAS in the ``scipy-openblas32`` package: years newer
     than OneFlow's, following ``OPENBLAS_CORETYPE``, one thread per product as OneFlow's own,
-    and 10-30% faster on this project's large products (see docs/benchmarks.md). Results agree with OneFlow's own to rounding
-    (checked against NumPy when the environment table is logged, see
-    :func:`check_blas_kernels`). On a GPU nothing changes: CUDA products never reach it.
+    and 10-30% faster on this project's large products (see docs/benchmarks.md). Results agree
+    with OneFlow's own to rounding (checked against NumPy when the environment table is logged,
+    see :func:`check_blas_kernels`). On a GPU nothing changes: CUDA products never reach it.
 
     ``LIBAI_CBLAS_ROUTE=0`` keeps OneFlow's own ``cblas_sgemm``. Returns (and remembers, for
     the environment table) ``{"active", "reason"}``.
@@ -414,18 +414,17 @@ def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) ->
             if blas is None:
                 raise LookupError("the scipy-openblas32 package is not installed (it is in "
                                   "libai's requirements: pip install scipy-openblas32)")
-            adapter = ctypes.CDLL(adapters[-1], mode=ctypes.RTLD_GLOBAL)
-            pointer = ctypes.c_void_p
-            status = adapter.libai_cblas_route(
-                ctypes.cast(blas.symbol("cblas_sgemm"), pointer),
-                ctypes.cast(blas.symbol("cblas_sgemv"), pointer),
-            )
-            if status != 0:
-                raise OSError(f"libai_cblas_route returned {status}")
             # One thread per product, as OneFlow's own OpenBLAS runs: a multi-threaded one
             # changed the last step of a 12-iteration one-process Graph run (tests/parallel/
             # test_zero.py) against the same run with one thread, OneFlow's sgemm and DP=2.
             blas.symbol("openblas_set_num_threads")(ctypes.c_int(1))
+            pointer = ctypes.c_void_p
+            gemm = ctypes.cast(blas.symbol("cblas_sgemm"), pointer)
+            gemv = ctypes.cast(blas.symbol("cblas_sgemv"), pointer)
+            # Last: once loaded globally, the adapter is what OneFlow will call.
+            adapter = ctypes.CDLL(adapters[-1], mode=ctypes.RTLD_GLOBAL)
+            if adapter.libai_cblas_route(gemm, gemv) != 0:
+                raise OSError("libai_cblas_route refused the BLAS's functions")
             _adapter = adapter
             choice = {"active": "yes", "reason": f"{blas.label} {_openblas_version(blas)} "
                       f"({os.path.basename(blas.path)}); one-row and one-column products as GEMV"}
