@@ -387,7 +387,7 @@ def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) ->
     the one OneFlow's kernels call. It hands one-row and one-column products to ``sgemv`` and
     all others to ``sgemm`` of the OpenBLAS in the ``scipy-openblas32`` package: years newer
     than OneFlow's, following ``OPENBLAS_CORETYPE``, one thread per product as OneFlow's own,
-    and 10-30% faster on this project's large products (see docs/benchmarks.md). Results agree
+    and 6-27% faster on this project's training steps (see docs/benchmarks.md). Results agree
     with OneFlow's own to rounding (checked against NumPy when the environment table is logged,
     see :func:`check_blas_kernels`). On a GPU nothing changes: CUDA products never reach it.
 
