@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 import warnings
-from typing import Any, Dict, FrozenSet, List, MutableMapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, MutableMapping, Optional, Tuple
 
 # Order matters: each library must come after the ones it depends on.
 _LIBRARY_ORDER = (
@@ -341,22 +341,15 @@ def _loaded_libraries(word: str) -> List[str]:
     return sorted(p for p in paths if word in os.path.basename(p) and ".so" in os.path.basename(p))
 
 
-class _Blas(NamedTuple):
-    """A CBLAS to route to: where it comes from, the library, and how its symbols are named."""
-
-    label: str
-    path: str
-    lib: ctypes.CDLL
-    prefix: str
-
-    def symbol(self, name: str) -> Any:
-        return getattr(self.lib, self.prefix + name)
-
-    def has_cblas(self) -> bool:
-        return all(hasattr(self.lib, self.prefix + n) for n in ("cblas_sgemm", "cblas_sgemv"))
+# scipy-openblas32 prefixes every symbol, so its library never clashes with another OpenBLAS.
+_ROUTE_PREFIX = "scipy_"
 
 
-def _route_target() -> Optional[_Blas]:
+def _route_symbol(blas: ctypes.CDLL, name: str) -> Any:
+    return getattr(blas, _ROUTE_PREFIX + name)
+
+
+def _route_target() -> Optional[ctypes.CDLL]:
     """The OpenBLAS of the ``scipy-openblas32`` package (a libai dependency: 32-bit integers,
     ``scipy_``-prefixed symbols), or ``None`` when it is not installed or lacks CBLAS.
 
@@ -367,10 +360,10 @@ def _route_target() -> Optional[_Blas]:
     for folder in (spec.submodule_search_locations or []) if spec else []:
         for path in sorted(glob.glob(os.path.join(folder, "lib", "libscipy_openblas*.so")))[:1]:
             try:
-                blas = _Blas("scipy-openblas32's", path, ctypes.CDLL(path), "scipy_")
+                blas = ctypes.CDLL(path)
             except OSError:
                 continue
-            if blas.has_cblas():
+            if all(hasattr(blas, _ROUTE_PREFIX + n) for n in ("cblas_sgemm", "cblas_sgemv")):
                 return blas
     return None
 
@@ -417,17 +410,18 @@ def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) ->
             # One thread per product, as OneFlow's own OpenBLAS runs: a multi-threaded one
             # changed the last step of a 12-iteration one-process Graph run (tests/parallel/
             # test_zero.py) against the same run with one thread, OneFlow's sgemm and DP=2.
-            blas.symbol("openblas_set_num_threads")(ctypes.c_int(1))
+            _route_symbol(blas, "openblas_set_num_threads")(ctypes.c_int(1))
             pointer = ctypes.c_void_p
-            gemm = ctypes.cast(blas.symbol("cblas_sgemm"), pointer)
-            gemv = ctypes.cast(blas.symbol("cblas_sgemv"), pointer)
+            gemm = ctypes.cast(_route_symbol(blas, "cblas_sgemm"), pointer)
+            gemv = ctypes.cast(_route_symbol(blas, "cblas_sgemv"), pointer)
             # Last: once loaded globally, the adapter is what OneFlow will call.
             adapter = ctypes.CDLL(adapters[-1], mode=ctypes.RTLD_GLOBAL)
             if adapter.libai_cblas_route(gemm, gemv) != 0:
                 raise OSError("libai_cblas_route refused the BLAS's functions")
+            adapter.libai_cblas_gemv_calls.restype = ctypes.c_longlong
             _adapter = adapter
-            choice = {"active": "yes", "reason": f"{blas.label} {_openblas_version(blas)} "
-                      f"({os.path.basename(blas.path)}); one-row and one-column products as GEMV"}
+            choice = {"active": "yes", "reason": f"scipy-openblas32's {_openblas_version(blas)} "
+                      f"({os.path.basename(blas._name)}); one-row and one-column products as GEMV"}
         except (OSError, LookupError, AttributeError) as exc:
             choice = {"active": "no", "reason": f"could not route to another BLAS ({exc}); "
                       "OneFlow's own sgemm"}
@@ -437,14 +431,14 @@ def route_matrix_products(environ: Optional[MutableMapping[str, str]] = None) ->
     return choice
 
 
-def _openblas_version(blas: _Blas) -> str:
+def _openblas_version(blas: ctypes.CDLL) -> str:
     """``"OpenBLAS 0.3.34"``: the first words of the library's configuration string."""
     try:
-        config = blas.symbol("openblas_get_config")
-        config.restype = ctypes.c_char_p
-        return " ".join(config().decode(errors="replace").split()[:2])
+        config = _route_symbol(blas, "openblas_get_config")
     except AttributeError:
         return "OpenBLAS"
+    config.restype = ctypes.c_char_p
+    return " ".join(config().decode(errors="replace").split()[:2])
 
 
 def matrix_route() -> Dict[str, str]:
@@ -454,10 +448,7 @@ def matrix_route() -> Dict[str, str]:
 
 def gemv_products() -> int:
     """Products that took the GEMV path in this process so far (0 when the route is off)."""
-    if _adapter is None:
-        return 0
-    _adapter.libai_cblas_gemv_calls.restype = ctypes.c_longlong
-    return int(_adapter.libai_cblas_gemv_calls())
+    return 0 if _adapter is None else int(_adapter.libai_cblas_gemv_calls())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,9 +10,9 @@
  * (see libai/_runtime.py, route_matrix_products) and hands it a current, maintained OpenBLAS
  * (the scipy-openblas32 package's, 32-bit integers): products with one row or one column go to
  * its `sgemv`, all others to its `sgemm`. Nothing else changes: same layouts, same arithmetic
- * up to rounding order. Until `libai_cblas_route` has been called this sgemm refuses to run (it prints
- * why and aborts), which cannot happen through libai: it loads this library only after the
- * routes are known to exist.
+ * up to rounding order. Until `libai_cblas_route` has been called this sgemm refuses to run
+ * (it prints why and aborts), which cannot happen through libai: it loads this library only
+ * after the routes are known to exist.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,8 +45,12 @@ static void clear(float *y, int64_t n, int64_t inc) {
   for (int64_t i = 0; i < n; ++i) y[i * inc] = 0.0f;
 }
 
-static void product(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                    const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+  if (route_gemm == NULL) {
+    fputs("libai cblas_sgemm: called before libai_cblas_route set a BLAS to use\n", stderr);
+    abort();
+  }
   if (order == COL_MAJOR) { /* C = op(A) op(B) column-major is C^T = op(B)^T op(A)^T row-major */
     int t = m; m = n; n = t;
     const float *p = a; a = b; b = p;
@@ -57,27 +61,22 @@ static void product(int order, int trans_a, int trans_b, int m, int n, int k, fl
   if (k > 0 && m == 1 && n > 0) { /* y[n] = x[k] op(B): x is A's only row (or column) */
     int incx = trans_a == NO_TRANS ? 1 : lda;
     if (beta == 0.0f) clear(c, n, 1);
-    if (trans_b == NO_TRANS) route_gemv(ROW_MAJOR, transposed, k, n, alpha, b, ldb, a, incx, beta, c, 1);
-    else route_gemv(ROW_MAJOR, NO_TRANS, n, k, alpha, b, ldb, a, incx, beta, c, 1);
+    if (trans_b == NO_TRANS)
+      route_gemv(ROW_MAJOR, transposed, k, n, alpha, b, ldb, a, incx, beta, c, 1);
+    else
+      route_gemv(ROW_MAJOR, NO_TRANS, n, k, alpha, b, ldb, a, incx, beta, c, 1);
     __atomic_add_fetch(&gemv_calls, 1, __ATOMIC_RELAXED);
     return;
   }
   if (k > 0 && n == 1 && m > 0) { /* y[m] = op(A) x[k]: x is B's only column (or row) */
     int incx = trans_b == NO_TRANS ? ldb : 1;
     if (beta == 0.0f) clear(c, m, ldc);
-    if (trans_a == NO_TRANS) route_gemv(ROW_MAJOR, NO_TRANS, m, k, alpha, a, lda, b, incx, beta, c, ldc);
-    else route_gemv(ROW_MAJOR, transposed, k, m, alpha, a, lda, b, incx, beta, c, ldc);
+    if (trans_a == NO_TRANS)
+      route_gemv(ROW_MAJOR, NO_TRANS, m, k, alpha, a, lda, b, incx, beta, c, ldc);
+    else
+      route_gemv(ROW_MAJOR, transposed, k, m, alpha, a, lda, b, incx, beta, c, ldc);
     __atomic_add_fetch(&gemv_calls, 1, __ATOMIC_RELAXED);
     return;
   }
   route_gemm(ROW_MAJOR, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-  if (route_gemm == NULL) {
-    fputs("libai cblas_sgemm: called before libai_cblas_route set a BLAS to use\n", stderr);
-    abort();
-  }
-  product(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
