@@ -15,32 +15,16 @@ from configs.common.models.graph import graph
 from configs.common.optim import optim
 from configs.common.train import train
 
-from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
+from .bert_tiny import DATA, MAX_LEN, encoder_cfg, share_run_settings
 
 model = LazyCall(BertForClassification)(cfg=dict(encoder_cfg, num_labels=2, classifier_dropout=0.1))
 
-tokenization.tokenizer.vocab_file = VOCAB  # handed to every dataset by the trainer
-# the 2,000-token vocabulary is already a multiple of 8: the model keeps vocab_size=2000
-tokenization.make_vocab_size_divisible_by = 8
 dataloader.train.dataset[0].update(data_file=f"{DATA}/train.jsonl", max_seq_length=MAX_LEN)
 dataloader.test[0].dataset.update(data_file=f"{DATA}/dev.jsonl", max_seq_length=MAX_LEN)
-dataloader.train.num_workers = 0
-dataloader.test[0].num_workers = 0
 
 optim.lr = 2e-4
 
-train.update(
-    dict(
-        output_dir="output/text_classification/finetune",
-        train_micro_batch_size=32,
-        test_micro_batch_size=64,
-        train_iter=0,
-        train_epoch=6,
-        warmup_ratio=0.1,
-        log_period=20,
-        checkpointer=dict(period=1000, max_to_keep=1),
-    )
-)
+share_run_settings(tokenization, dataloader, train, "finetune", train_micro_batch_size=32,
+                   test_micro_batch_size=64, train_iter=0, train_epoch=6, warmup_ratio=0.1)
 train.evaluation.evaluator = LazyCall(ClsEvaluator)(topk=(1,))
 train.evaluation.eval_period = 42  # about once per epoch
-train.dist.pipeline_num_layers = encoder_cfg["hidden_layers"]

@@ -10,31 +10,16 @@ from configs.common.models.graph import graph
 from configs.common.optim import optim
 from configs.common.train import ppl_evaluation, train
 
-from .bert_tiny import DATA, MAX_LEN, VOCAB, encoder_cfg
+from .bert_tiny import DATA, MAX_LEN, encoder_cfg, share_run_settings
 
 model = LazyCall(BertForPreTraining)(cfg=dict(encoder_cfg, add_binary_head=False))
 
-tokenization.tokenizer.vocab_file = VOCAB  # handed to every dataset by the trainer
-# the 2,000-token vocabulary is already a multiple of 8: the model keeps vocab_size=2000
-tokenization.make_vocab_size_divisible_by = 8
 for _dataset in (dataloader.train.dataset[0], dataloader.test[0].dataset):
     _dataset.update(data_prefix=f"{DATA}/corpus_text_sentence", max_seq_length=MAX_LEN,
                     binary_head=False, splits_string="95,5,0")
-dataloader.train.num_workers = 0
-dataloader.test[0].num_workers = 0
 
 optim.lr = 1e-3
 
-train.update(
-    dict(
-        output_dir="output/text_classification/pretrain",
-        train_micro_batch_size=32,
-        test_micro_batch_size=32,
-        train_iter=400,
-        warmup_ratio=0.05,
-        log_period=20,
-        checkpointer=dict(period=1000, max_to_keep=1),
-    )
-)
+share_run_settings(tokenization, dataloader, train, "pretrain", train_micro_batch_size=32,
+                   test_micro_batch_size=32, train_iter=400, warmup_ratio=0.05)
 train.evaluation.update(ppl_evaluation(200))
-train.dist.pipeline_num_layers = encoder_cfg["hidden_layers"]
