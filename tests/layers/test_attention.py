@@ -64,6 +64,29 @@ def test_padding_mask_hides_padded_keys(local_layout):
     assert not np.allclose(unmasked[0, :3], b[0, :3]), "without the mask the change must show"
 
 
+def test_own_causal_mask_gives_the_same_bits_as_the_same_mask_given(local_layout):
+    # alone, the layer's causal mask fills with -inf (every row keeps itself); a mask given by the
+    # caller fills with -10000: the weights are the same exact zeros either way
+    attn = MultiheadAttention(H, HEADS, attn_mask_type="causal")
+    x = flow.tensor(_x(2, 6, H))
+    own, given = attn(x), attn(x, flow.tensor(np.ones((2, 6), dtype=np.int64)))
+    np.testing.assert_array_equal(own.numpy(), given.numpy())
+    grad_own = flow.autograd.grad(own.sum(), attn.query_key_value.weight)[0].numpy()
+    grad_given = flow.autograd.grad(given.sum(), attn.query_key_value.weight)[0].numpy()
+    np.testing.assert_array_equal(grad_own, grad_given)
+
+
+def test_a_query_with_no_visible_key_stays_finite(local_layout):
+    # left padding under the causal mask: the first query of row 1 sees only padding, so every
+    # key of that query is masked; its weights are uniform, not NaN, and the other rows are exact
+    attn = MultiheadAttention(H, HEADS, attn_mask_type="causal")
+    x = _x(2, 4, H)
+    mask = np.array([[1, 1, 1, 1], [0, 1, 1, 1]])
+    out = attn(flow.tensor(x), flow.tensor(mask)).numpy()
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, _reference(attn, x, mask, causal=True), rtol=1e-4, atol=1e-5)
+
+
 def test_three_and_four_dim_masks_are_equivalent(local_layout):
     attn = MultiheadAttention(H, HEADS)
     x = flow.tensor(_x(2, 4, H))
