@@ -5,7 +5,7 @@ The built-in configs under ``configs/`` are installed as package data of ``libai
 directory after installation.
 
 ``libai/csrc/cblas_vector.c`` becomes ``libai/_cblas_vector*.so``, the adapter through which
-OneFlow's CPU matrix products reach the OpenBLAS of ``scipy-openblas32`` (see ``libai._runtime.route_matrix_products``).
+OneFlow's CPU matrix products reach the OpenBLAS of ``scipy-openblas32`` (see ``libai._blas.route_matrix_products``).
 It is optional: without a C compiler the build says so and libai keeps OneFlow's own sgemm.
 """
 import os
@@ -53,7 +53,7 @@ setup(
         "pillow",
         "tqdm==4.70.1",  # progress bars of tools/generate.py and tools/predict.py
         "scipy==1.15.3",  # RegEvaluator (Pearson/Spearman)
-        "scipy-openblas32==0.3.34.481.3",  # OneFlow's CPU matrix products (libai._runtime)
+        "scipy-openblas32==0.3.34.481.3",  # OneFlow's CPU matrix products (libai._blas)
         "nltk==3.10.4",  # BLEUEvaluator (corpus BLEU)
         "graphviz==0.21",  # tools/visualize_model.py (drawing also needs the system `dot`)
     ],

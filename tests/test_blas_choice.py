@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from libai import _runtime
+from libai import _blas, _runtime
 from libai._runtime import BLAS_CHOSEN_VARIABLE, BLAS_VARIABLE, coretype_for, read_cpu_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,7 +99,7 @@ def test_without_a_user_value_libai_chooses_from_the_cpu_flags_and_oneflow_uses_
 
 def test_a_user_value_is_kept_and_reported_as_the_users():
     # with the route off, OneFlow's own OpenBLAS computes, on the kernels the user named
-    result = run_probe({BLAS_VARIABLE: "Sandybridge", _runtime.ROUTE_VARIABLE: "0"})
+    result = run_probe({BLAS_VARIABLE: "Sandybridge", _blas.ROUTE_VARIABLE: "0"})
     assert result["env"] == "Sandybridge"
     assert result["choice"]["source"] == "user"
     assert result["core"] == "SANDYBRIDGE"
@@ -110,23 +110,23 @@ def test_a_user_value_is_kept_and_reported_as_the_users():
 
 
 def test_the_route_is_refused_once_oneflow_is_loaded(monkeypatch):
-    monkeypatch.setattr(_runtime, "_adapter", None)
-    choice = _runtime.route_matrix_products({})
+    monkeypatch.setattr(_blas, "_adapter", None)
+    choice = _blas.route_matrix_products({})
     assert choice["active"] == "no" and "imported before libai" in choice["reason"]
-    off = _runtime.route_matrix_products({_runtime.ROUTE_VARIABLE: "0"})
+    off = _blas.route_matrix_products({_blas.ROUTE_VARIABLE: "0"})
     assert off["active"] == "no" and "LIBAI_CBLAS_ROUTE=0" in off["reason"]
 
 
 def test_the_route_goes_to_scipy_openblas32_on_one_thread_and_says_when_it_is_missing(monkeypatch):
-    target = _runtime._route_target()
+    target = _blas._route_target()
     assert target is not None and "scipy_openblas32" in target._name
-    get_threads = _runtime._route_symbol(target, "openblas_get_num_threads")
+    get_threads = _blas._route_symbol(target, "openblas_get_num_threads")
     assert get_threads() == 1  # one thread per product, as OneFlow's own OpenBLAS
-    monkeypatch.setattr(_runtime.importlib.util, "find_spec", lambda name: None)
-    assert _runtime._route_target() is None
-    monkeypatch.setattr(_runtime, "_adapter", None)
+    monkeypatch.setattr(_blas.importlib.util, "find_spec", lambda name: None)
+    assert _blas._route_target() is None
+    monkeypatch.setattr(_blas, "_adapter", None)
     monkeypatch.delitem(sys.modules, "oneflow")  # as if OneFlow were not loaded yet
-    choice = _runtime.route_matrix_products({})
+    choice = _blas.route_matrix_products({})
     assert choice["active"] == "no" and "pip install scipy-openblas32" in choice["reason"]
 
 
@@ -136,7 +136,7 @@ ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
 def call_adapter_sgemm(order, trans_a, trans_b, a, b, c, alpha, beta):
     """C = alpha op(A) op(B) + beta C through the adapter's exported ``cblas_sgemm``, arrays
     laid out as ``order`` says (their leading dimension is their row or column stride)."""
-    (path,) = glob.glob(os.path.join(os.path.dirname(_runtime.__file__), _runtime._ADAPTER_PATTERN))
+    (path,) = glob.glob(os.path.join(os.path.dirname(_blas.__file__), _blas._ADAPTER_PATTERN))
     lib = ctypes.CDLL(path)
     sgemm = lib.cblas_sgemm
     sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int,
@@ -165,8 +165,8 @@ def padded(rows, cols, rng, order):
 @pytest.mark.parametrize("order", [ROW_MAJOR, COL_MAJOR])
 @pytest.mark.parametrize("m, n, k", [(1, 7, 5), (6, 1, 5), (1, 1, 5), (4, 6, 5)])
 def test_the_adapter_computes_gemm_in_every_layout(order, m, n, k):
-    if _runtime.matrix_route().get("active") != "yes":
-        pytest.fail(f"the cblas route is off in the test process: {_runtime.matrix_route()}")
+    if _blas.matrix_route().get("active") != "yes":
+        pytest.fail(f"the cblas route is off in the test process: {_blas.matrix_route()}")
     rng = np.random.default_rng(m * 100 + n * 10 + k)
     for trans_a in (NO_TRANS, TRANS):
         for trans_b in (NO_TRANS, TRANS):
@@ -217,17 +217,17 @@ def test_core_type_from_cpuinfo(tmp_path, vendor, flags, expected):
     cpuinfo.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: {flags}\n\n"
                        f"processor\t: 1\nvendor_id\t: {vendor}\nflags\t\t: {flags}\n")
     env = {}
-    choice = _runtime.choose_blas_kernels(env, cpuinfo_path=str(cpuinfo))
+    choice = _blas.choose_blas_kernels(env, cpuinfo_path=str(cpuinfo))
     assert env.get(BLAS_VARIABLE) == expected
     assert choice["source"] == ("libai" if expected else "none")
     user = {BLAS_VARIABLE: "Nehalem"}
-    assert _runtime.choose_blas_kernels(user, cpuinfo_path=str(cpuinfo))["source"] == "user"
+    assert _blas.choose_blas_kernels(user, cpuinfo_path=str(cpuinfo))["source"] == "user"
     assert user[BLAS_VARIABLE] == "Nehalem"
 
 
 def test_unreadable_cpuinfo_chooses_nothing(tmp_path):
     env = {}
-    assert _runtime.choose_blas_kernels(env, cpuinfo_path=str(tmp_path / "missing"))["source"] == "none"
+    assert _blas.choose_blas_kernels(env, cpuinfo_path=str(tmp_path / "missing"))["source"] == "none"
     assert BLAS_VARIABLE not in env
 
 
@@ -237,7 +237,7 @@ def test_the_start_up_check_names_the_variable_when_oneflow_computes_something_e
     real = flow.matmul
     monkeypatch.setattr(flow, "matmul", lambda a, b: real(a, b) * 1.01)
     with pytest.raises(RuntimeError, match="OPENBLAS_CORETYPE"):
-        _runtime.check_blas_kernels()
+        _blas.check_blas_kernels()
 
 
 CPU_CHOICES = [(_runtime.VM_THREAD_VARIABLE, _runtime.choose_vm_threading),
