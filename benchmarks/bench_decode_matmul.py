@@ -11,7 +11,7 @@ vocabulary 8192) a cached decoding step multiplies 1 to 8 rows by every weight: 
 per transformer layer plus the LM head. OneFlow 0.9 sends every CPU product to ``cblas_sgemm`` of
 its bundled OpenBLAS, which has no matrix-vector path; ``import libai`` routes those calls to the
 current OpenBLAS of ``scipy-openblas32``, one-row and one-column products as GEMV
-(``libai._runtime.route_matrix_products``; docs/benchmarks.md, "OneFlow's matrix products on a
+(``libai._blas.route_matrix_products``; docs/benchmarks.md, "OneFlow's matrix products on a
 current OpenBLAS"). This shows what the route gives, measured in the same run: OneFlow runs in
 two fresh child processes, one with the route (libai's default) and one with
 ``LIBAI_CBLAS_ROUTE=0`` (OneFlow's own sgemm), each reporting which BLAS it used.
@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import REPO_ROOT, format_table  # noqa: E402
 
-ROUTE_VARIABLE = "LIBAI_CBLAS_ROUTE"  # libai._runtime.ROUTE_VARIABLE (not imported: no OneFlow here)
+ROUTE_VARIABLE = "LIBAI_CBLAS_ROUTE"  # libai._blas.ROUTE_VARIABLE (not imported: no OneFlow here)
 ONEFLOW_SIDES = ("route", "own")  # libai's default, and LIBAI_CBLAS_ROUTE=0
 
 
@@ -117,7 +117,7 @@ def _checked_difference(what: str, ours: Any, reference: Any) -> float:
     if not diff <= 1e-4 * scale:  # also catches NaN
         raise SystemExit(f"bench_decode_matmul: OneFlow's {what} differs from NumPy's by "
                          f"{diff:.2e} (largest entry {scale:.2e}): not float32 rounding; "
-                         f"compare with {ROUTE_VARIABLE}=0 and see libai._runtime.check_blas_kernels")
+                         f"compare with {ROUTE_VARIABLE}=0 and see libai._blas.check_blas_kernels")
     return diff
 
 

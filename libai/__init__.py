@@ -9,7 +9,7 @@ from the CPU flags unless the user set it, because OneFlow's bundled OpenBLAS do
 recognise some current processors and falls back to kernels at less than half their speed;
 and it routes OneFlow's CPU matrix products to a current OpenBLAS (``scipy-openblas32``), whose
 GEMV does one-row products (a generation step at batch 1) 5-10x faster; training steps ran
-6-27% faster (:func:`libai._runtime.route_matrix_products`).
+6-27% faster (:func:`libai._blas.route_matrix_products`).
 On a machine without a GPU it runs OneFlow's eager CPU kernels on the scheduler thread
 (:func:`libai._runtime.choose_vm_threading`), which otherwise spins on a second core, and
 uses OneFlow's own CPU kernels instead of oneDNN's for broadcasting arithmetic

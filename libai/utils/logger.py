@@ -296,7 +296,7 @@ def _blas_row() -> str:
 
 
 def _route_row() -> str:
-    """Where OneFlow's CPU matrix products go (see :func:`libai._runtime.route_matrix_products`)."""
+    """Where OneFlow's CPU matrix products go (see :func:`libai._blas.route_matrix_products`)."""
     from libai._runtime import matrix_route
 
     route = matrix_route() or {"reason": "libai._runtime did not run: OneFlow's own sgemm"}
