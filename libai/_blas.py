@@ -146,7 +146,7 @@ def check_blas_kernels(size: int = 96) -> float:
 def describe_blas_choice() -> str:
     """One line for the environment table: the value and where it came from."""
     choice = _blas_choice or {"value": os.environ.get(BLAS_VARIABLE, ""), "source": "",
-                              "reason": "libai._runtime did not run"}
+                              "reason": "choose_blas_kernels did not run"}
     value = choice["value"] or ("'' (empty)" if choice["source"] == "user" else "unset")
     line = f"{value} ({choice['source'] + ': ' if choice['source'] else ''}{choice['reason']})"
     core = openblas_core_in_use()

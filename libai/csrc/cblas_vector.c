@@ -7,7 +7,7 @@
  * then packs the whole weight the way a large product would, 5-10x slower than a GEMV.
  * liboneflow calls `cblas_sgemm` through its procedure linkage table, so a definition loaded
  * into the global symbol scope before OneFlow takes its place. libai loads this one there
- * (see libai/_runtime.py, route_matrix_products) and hands it a current, maintained OpenBLAS
+ * (see libai/_blas.py, route_matrix_products) and hands it a current, maintained OpenBLAS
  * (the scipy-openblas32 package's, 32-bit integers): products with one row or one column go to
  * its `sgemv`, all others to its `sgemm`. Nothing else changes: same layouts, same arithmetic
  * up to rounding order. Until `libai_cblas_route` has been called this sgemm refuses to run

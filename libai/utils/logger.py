@@ -299,7 +299,7 @@ def _route_row() -> str:
     """Where OneFlow's CPU matrix products go (see :func:`libai._blas.route_matrix_products`)."""
     from libai._runtime import matrix_route
 
-    route = matrix_route() or {"reason": "libai._runtime did not run: OneFlow's own sgemm"}
+    route = matrix_route() or {"reason": "route_matrix_products did not run: OneFlow's own sgemm"}
     return route["reason"]
 
 
