@@ -58,6 +58,12 @@ _MASK_FILL = -10000.0
 _CAUSAL_FILL = float("-inf")
 
 
+def _causal_bias(mask: flow.Tensor, dtype: flow.dtype) -> flow.Tensor:
+    """0 where ``mask`` attends, ``_CAUSAL_FILL`` elsewhere: the causal mask as an additive bias.
+    Adding it gives the scores masked_fill would (``s + 0 = s``, ``s - inf = -inf``), bitwise."""
+    return flow.zeros_like(mask, dtype=dtype).masked_fill(flow.logical_not(mask), _CAUSAL_FILL)
+
+
 class AttnMaskType(str, enum.Enum):
     """Which mask the attention builds itself (usable wherever the strings are)."""
 
@@ -189,12 +195,19 @@ class MultiheadAttention(nn.Module):
         key, value = self._repeat_kv(key), self._repeat_kv(value)
         scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
-        if mask is not None:
+        position_bias = self._place_bias(position_bias)
+        if mask is not None and attention_mask is None and not self.scale_mask_softmax_fusion:
+            # the layer's own causal mask alone: added as a [1, 1, q, k] bias of 0 and -inf, a
+            # broadcast add that keeps the scores' split (masked_fill would need the mask
+            # expanded to the scores' shape, then a select forward and backward)
+            causal_bias = _causal_bias(mask, scores.dtype)
+            position_bias = causal_bias if position_bias is None else position_bias + causal_bias
+            mask = None
+        elif mask is not None:
             # split over batch and heads like the scores: a replicated [1, 1, q, k] causal mask
             # would make OneFlow replicate the softmax and everything after it (see split_like)
             mask = split_like(mask, scores)
-        fill = _CAUSAL_FILL if attention_mask is None else _MASK_FILL
-        probs = self._masked_softmax(scores, mask, self._place_bias(position_bias), fill)
+        probs = self._masked_softmax(scores, mask, position_bias)
         probs = active_dropout(self.attention_dropout, probs)
         context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
@@ -297,7 +310,6 @@ class MultiheadAttention(nn.Module):
         scores: flow.Tensor,
         mask: Optional[flow.Tensor],
         position_bias: Optional[flow.Tensor] = None,
-        fill: float = _MASK_FILL,
     ) -> flow.Tensor:
         if self.scale_mask_softmax_fusion and mask is not None and position_bias is None:
             return flow._C.fused_scale_mask_softmax(
@@ -308,7 +320,7 @@ class MultiheadAttention(nn.Module):
         if position_bias is not None:
             scores = scores + position_bias
         if mask is not None:
-            scores = scores.masked_fill(flow.logical_not(mask), fill)
+            scores = scores.masked_fill(flow.logical_not(mask), _MASK_FILL)
         return flow.softmax(scores, dim=-1)
 
     def _output(self, context: flow.Tensor) -> flow.Tensor:

@@ -4,8 +4,10 @@ The LM head leaves logits split on the vocabulary dim over tensor-parallel ranks
 them would cost ``batch × seq × vocab`` floats per rank. OneFlow's
 ``sparse_softmax_cross_entropy`` accepts logits split on the class dim: each rank computes
 its share of the max and of the normaliser, and the result comes back as a partial sum over
-the tensor axis, which is then made whole. On a one-process layout it is the ordinary op.
+the tensor axis, which is then made whole. On the CPU, when every rank holds whole rows, the
+same loss is computed from faster ops (``_cpu_softmax_cross_entropy``).
 """
+import numpy as np
 import oneflow as flow
 from oneflow import nn
 
@@ -47,9 +49,63 @@ class ParallelCrossEntropyLoss(nn.Module):
         valid = target != self.ignore_index
         safe_target = target.masked_fill(flow.logical_not(valid), 0)
         vocab = logits.shape[-1]
-        loss = flow._C.sparse_softmax_cross_entropy(
-            logits.reshape(-1, vocab), safe_target.reshape(-1)
-        )
+        flat_logits, flat_target = logits.reshape(-1, vocab), safe_target.reshape(-1)
+        if _vocab_is_split(logits) or not _on_cpu(logits):
+            loss = flow._C.sparse_softmax_cross_entropy(flat_logits, flat_target)
+        else:
+            loss = _cpu_softmax_cross_entropy(flat_logits, flat_target)
         loss = to_sbp(loss, layout, idx, tensor_sbp=broadcast())
         loss = loss.view(*target.shape)
         return loss * valid.to(loss.dtype)
+
+
+def _vocab_is_split(logits: flow.Tensor) -> bool:
+    """Whether some rank holds only part of each row's vocabulary (tensor parallelism over more
+    than one rank; a split over an axis of one rank is the whole row)."""
+    if not logits.is_global:
+        return False
+    axis_sizes = np.array(logits.placement.ranks).shape
+    vocab_split = flow.sbp.split(logits.ndim - 1)
+    return any(sbp == vocab_split and size > 1 for sbp, size in zip(logits.sbp, axis_sizes))
+
+
+def _on_cpu(tensor: flow.Tensor) -> bool:
+    kind = tensor.placement.type if tensor.is_global else tensor.device.type
+    return kind == "cpu"
+
+
+def _cpu_softmax_cross_entropy(logits: flow.Tensor, target: flow.Tensor) -> flow.Tensor:
+    """``sparse_softmax_cross_entropy`` of ``[tokens, vocab]`` logits and ``[tokens]`` targets,
+    from OneFlow's faster CPU ops (see :class:`_SoftmaxCrossEntropy`)."""
+    return _SoftmaxCrossEntropy.apply(logits, target)
+
+
+class _SoftmaxCrossEntropy(flow.autograd.Function):
+    """The loss of ``sparse_softmax_cross_entropy`` with its gradient written out.
+
+    OneFlow 0.9's CPU kernel for the op is slow where it matters most, the vocabulary
+    projection's ``[tokens, vocab]`` logits: its gradient is a loop over every element with two
+    checks and an integer division each, and its forward costs about two softmaxes. For GPT-2
+    tiny's 512 x 8192 logits, forward and backward took 91-140 ms against about 50 here, on one
+    thread (docs/benchmarks.md, "Three CPU formulations").
+
+    The value is computed in the log domain, as the op does, so it stays exact where the
+    target's probability underflows: with ``p = softmax(x)`` and ``j`` a row's largest logit,
+    ``p[j] = 1 / sum(exp(x - x[j]))``, hence ``loss = x[j] - x[target] - log p[j]`` (``p[j]`` is
+    at least ``1 / vocab``, never tiny). The gradient is the op's, ``dloss * (p - onehot)``.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: flow.Tensor, target: flow.Tensor) -> flow.Tensor:
+        probs = flow.softmax(logits, dim=-1)
+        picked = target.unsqueeze(1)
+        top = logits.argmax(dim=-1).unsqueeze(1)
+        loss = logits.gather(1, top) - logits.gather(1, picked) - flow.log(probs.gather(1, top))
+        ctx.save_for_backward(probs, picked)
+        return loss.view(-1)
+
+    @staticmethod
+    def backward(ctx, dloss: flow.Tensor):
+        probs, picked = ctx.saved_tensors
+        dloss = dloss.unsqueeze(1)
+        return flow.scatter_add(probs * dloss, 1, picked, -dloss), None

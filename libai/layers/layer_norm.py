@@ -2,14 +2,18 @@
 
 OneFlow 0.9.0's fused ``flow._C.layer_norm_affine`` exists only for CUDA; on the CPU it aborts
 the whole process at compute time. The layer therefore decides once, at construction, from
-``layout.device_type``: the fused kernel on CUDA, the composite ``nn.functional.layer_norm``
-(mean/variance/rsqrt) elsewhere. Callers never choose.
+``layout.device_type``: the fused kernel on CUDA; elsewhere, with a scale and a shift (every
+model of the zoo) and no tensor parallelism, a layer norm whose gradient is written out
+(``_AffineLayerNorm``: about half the kernels of autograd through OneFlow's composite, the same
+values to float rounding), and the composite ``nn.functional.layer_norm`` (mean/variance/rsqrt)
+in the other cases. Callers never choose.
 
 ``RMSLayerNorm`` (alias ``RMSNorm``) is the T5 / Llama norm: no mean subtraction and no shift,
 ``y = x / sqrt(mean(x²) + eps) * weight``. It is written with element-wise ops only (the fused
 ``flow._C.rms_norm`` has no CPU kernel in 0.9.0) and always computes the statistics in float32,
 as Hugging Face's T5 and Llama do, so half-precision inputs do not lose the small variances.
 """
+import functools
 from typing import Callable, Optional, Sequence, Union
 
 import oneflow as flow
@@ -81,6 +85,10 @@ class LayerNorm(_TrailingNorm):
     ) -> None:
         super().__init__(normalized_shape, eps, elementwise_affine, layer_idx, dtype)
         self._fused = self.layout.device_type == "cuda"
+        # Not under tensor parallelism: there OneFlow 0.9's multi-process Graph runtime aborts on
+        # the written-out gradient ("separated_header_mem_ptr() == nullptr", register.cpp:75,
+        # sending a register to the other rank), so the composite stays.
+        self._written_out = not self._fused and self.layout.tensor_parallel_size == 1
         self.bias = self._affine(nn.init.zeros_, elementwise_affine and bias, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
@@ -95,6 +103,8 @@ class LayerNorm(_TrailingNorm):
             normed = flow._C.layer_norm(
                 x, begin_norm_axis=begin, begin_params_axis=begin, epsilon=self.eps
             )
+        elif self._written_out and self.bias is not None:
+            return _affine_layer_norm(self.eps).apply(x, self.weight, self.bias)
         elif self.bias is not None:
             return flow.nn.functional.layer_norm(
                 x, self.normalized_shape, self.weight, self.bias, self.eps
@@ -102,6 +112,45 @@ class LayerNorm(_TrailingNorm):
         else:
             normed = flow.nn.functional.layer_norm(x, self.normalized_shape, eps=self.eps)
         return normed if self.weight is None else normed * self.weight
+
+
+class _AffineLayerNorm(flow.autograd.Function):
+    """Layer norm with scale and shift over the trailing dims of ``weight``'s shape, for devices
+    without OneFlow's fused kernel, with the gradient written out.
+
+    OneFlow's composite ``nn.functional.layer_norm`` leaves the backward to autograd through
+    every piece (mean, a double-precision variance, subtraction, rsqrt, two products and a sum),
+    about twenty kernels per norm. The closed form, with ``x̂`` the normalised input,
+    ``g = dy · weight`` and means over the normalised dims, is
+    ``dx = rstd · (g - mean(g) - x̂ · mean(g · x̂))``, ``dweight = Σ dy · x̂``, ``dbias = Σ dy``.
+    """
+
+    eps = 1e-5
+
+    @classmethod
+    def forward(cls, ctx, x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor) -> flow.Tensor:
+        dims = list(range(x.ndim - weight.ndim, x.ndim))
+        centred = x - x.mean(dim=dims, keepdim=True)
+        rstd = flow.rsqrt((centred * centred).mean(dim=dims, keepdim=True) + cls.eps)
+        normed = centred * rstd
+        ctx.save_for_backward(normed, rstd, weight)
+        return normed * weight + bias
+
+    @staticmethod
+    def backward(ctx, dy: flow.Tensor):
+        normed, rstd, weight = ctx.saved_tensors
+        dims = list(range(dy.ndim - weight.ndim, dy.ndim))
+        batch_dims = list(range(dy.ndim - weight.ndim))
+        g = dy * weight
+        dx = rstd * (g - g.mean(dim=dims, keepdim=True)
+                     - normed * (g * normed).mean(dim=dims, keepdim=True))
+        return dx, (dy * normed).sum(dim=batch_dims), dy.sum(dim=batch_dims)
+
+
+@functools.lru_cache(maxsize=None)
+def _affine_layer_norm(eps: float) -> type:
+    """:class:`_AffineLayerNorm` with ``eps`` fixed (``Function.apply`` takes tensors only)."""
+    return type(f"_AffineLayerNorm_{eps:g}", (_AffineLayerNorm,), {"eps": eps})
 
 
 class RMSLayerNorm(_TrailingNorm):

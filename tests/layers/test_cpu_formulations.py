@@ -1,0 +1,135 @@
+"""The CPU formulations libai uses in place of slow OneFlow kernels compute what those kernels
+compute: the vocabulary cross entropy (against ``sparse_softmax_cross_entropy`` and a float64
+log-sum-exp) and the affine layer norm with its written-out gradient (against OneFlow's
+composite ``nn.functional.layer_norm``), in Eager and inside an ``nn.Graph``."""
+import numpy as np
+import oneflow as flow
+import pytest
+
+from libai.layers import LayerNorm, ParallelCrossEntropyLoss
+from libai.layers import cross_entropy as cross_entropy_module
+from libai.layers.layer_norm import _affine_layer_norm
+
+
+def _x(*shape, seed=0, scale=1.0):
+    return (np.random.RandomState(seed).randn(*shape) * scale).astype(np.float32)
+
+
+def _loss_and_grad(fn, logits, target, weights):
+    x = flow.tensor(logits, requires_grad=True)
+    loss = fn(x, flow.tensor(target))
+    (loss * flow.tensor(weights)).sum().backward()
+    return loss.numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 300.0])
+def test_cross_entropy_matches_oneflows_kernel_and_float64(scale):
+    # at scale 300 most targets' probabilities underflow to 0 in float32: the value must still be
+    # the log-sum-exp one, as OneFlow's kernel gives, not inf
+    logits, target = _x(64, 500, scale=scale), np.random.RandomState(1).randint(0, 500, 64)
+    weights = np.random.RandomState(2).rand(64).astype(np.float32)
+    ours, our_grad = _loss_and_grad(cross_entropy_module._cpu_softmax_cross_entropy, logits, target, weights)
+    theirs, their_grad = _loss_and_grad(flow._C.sparse_softmax_cross_entropy, logits, target, weights)
+    wide = logits.astype(np.float64)
+    top = wide.max(-1, keepdims=True)
+    lse = np.log(np.exp(wide - top).sum(-1)) + top[:, 0]
+    expected = lse - wide[np.arange(64), target]
+    assert np.isfinite(ours).all()
+    np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=0, atol=1e-7)
+    if scale == 300.0:
+        probs = np.exp(wide - top) / np.exp(wide - top).sum(-1, keepdims=True)
+        assert (probs[np.arange(64), target].astype(np.float32) == 0).sum() > 30
+
+
+def test_cross_entropy_with_masked_out_logits():
+    # a vocabulary entry masked with -inf has probability 0 and gradient 0, as in OneFlow's op
+    logits, target = _x(6, 9, seed=5), np.array([0, 3, 8, 2, 2, 5])
+    logits[:, 4] = -np.inf
+    logits[1, 7] = -np.inf
+    weights = np.ones(6, dtype=np.float32)
+    ours, our_grad = _loss_and_grad(cross_entropy_module._cpu_softmax_cross_entropy, logits, target, weights)
+    theirs, their_grad = _loss_and_grad(flow._C.sparse_softmax_cross_entropy, logits, target, weights)
+    assert np.isfinite(ours).all() and np.isfinite(our_grad).all()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(our_grad, their_grad, atol=1e-7)
+    assert np.all(our_grad[:, 4] == 0)
+
+
+def test_the_loss_layer_uses_it_on_the_cpu_with_the_ignored_index(local_layout, monkeypatch):
+    calls = []
+    original = cross_entropy_module._cpu_softmax_cross_entropy
+
+    def spy(logits, target):
+        calls.append(tuple(logits.shape))
+        return original(logits, target)
+
+    monkeypatch.setattr(cross_entropy_module, "_cpu_softmax_cross_entropy", spy)
+    logits, target = _x(2, 5, 11, seed=3), np.array([[1, 10, -100, 4, 0], [3, -100, 2, 2, 9]])
+    x = flow.tensor(logits, requires_grad=True)
+    loss = ParallelCrossEntropyLoss()(x, flow.tensor(target))
+    loss.sum().backward()
+    assert calls == [(10, 11)]
+    flat_target = np.where(target == -100, 0, target).reshape(-1)
+    reference = flow.tensor(logits.reshape(10, 11), requires_grad=True)
+    expected = flow._C.sparse_softmax_cross_entropy(reference, flow.tensor(flat_target))
+    expected = expected * flow.tensor((target != -100).reshape(-1).astype(np.float32))
+    expected.sum().backward()
+    np.testing.assert_allclose(loss.numpy().reshape(-1), expected.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy().reshape(10, 11), reference.grad.numpy(), atol=1e-7)
+    assert np.all(x.grad.numpy()[0, 2] == 0) and np.all(x.grad.numpy()[1, 1] == 0)
+
+
+def _composite_and_ours(shape, normalized, seed):
+    x, dy = _x(*shape, seed=seed, scale=3.0) + 1.0, _x(*shape, seed=seed + 1)
+    weight, bias = _x(*normalized, seed=seed + 2), _x(*normalized, seed=seed + 3)
+    results = []
+    for fn in (
+        lambda a, w, b: flow.nn.functional.layer_norm(a, normalized, w, b, 1e-5),
+        lambda a, w, b: _affine_layer_norm(1e-5).apply(a, w, b),
+    ):
+        tensors = [flow.tensor(v, requires_grad=True) for v in (x, weight, bias)]
+        out = fn(*tensors)
+        (out * flow.tensor(dy)).sum().backward()
+        results.append([out.numpy()] + [t.grad.numpy() for t in tensors])
+    return results
+
+
+@pytest.mark.parametrize("shape, normalized", [((4, 7, 16), (16,)), ((3, 5, 4, 6), (4, 6))])
+def test_layer_norm_gradient_matches_oneflows_composite(shape, normalized):
+    theirs, ours = _composite_and_ours(shape, normalized, seed=4)
+    for name, a, b in zip(("out", "dx", "dweight", "dbias"), ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_layer_norm_in_a_graph_equals_eager(local_layout):
+    norm = LayerNorm(16)
+    norm.weight.data.copy_(_x(16, seed=7))
+    norm.bias.data.copy_(_x(16, seed=8))
+    whole = [flow.sbp.broadcast, flow.sbp.broadcast]
+    x = local_layout.to_global(flow.tensor(_x(4, 3, 16, seed=9, scale=2.0)), whole)
+    dy = local_layout.to_global(flow.tensor(_x(4, 3, 16, seed=10)), whole)
+    eager = (norm(x) * dy).sum()
+    eager.backward()
+    eager_grads = [norm.weight.grad.numpy().copy(), norm.bias.grad.numpy().copy()]
+    norm.weight.grad, norm.bias.grad = None, None
+    before = [norm.weight.numpy().copy(), norm.bias.numpy().copy()]
+
+    class Step(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.norm = norm
+            self.add_optimizer(flow.optim.SGD(norm.parameters(), lr=1.0))
+
+        def build(self, x, dy):
+            loss = (self.norm(x) * dy).sum()
+            loss.backward()
+            return loss
+
+    graph_loss = Step()(x, dy)
+    np.testing.assert_allclose(graph_loss.numpy(), eager.numpy(), rtol=1e-6)
+    # one SGD step of lr 1: the parameters moved by exactly minus the eager gradients
+    after = [norm.weight.numpy(), norm.bias.numpy()]
+    for b, a, g in zip(before, after, eager_grads):
+        np.testing.assert_allclose(b - a, g, rtol=1e-5, atol=1e-6)
