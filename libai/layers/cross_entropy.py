@@ -4,10 +4,9 @@ The LM head leaves logits split on the vocabulary dim over tensor-parallel ranks
 them would cost ``batch × seq × vocab`` floats per rank. OneFlow's
 ``sparse_softmax_cross_entropy`` accepts logits split on the class dim: each rank computes
 its share of the max and of the normaliser, and the result comes back as a partial sum over
-the tensor axis, which is then made whole. On the CPU, when every rank holds whole rows, the
-same loss is computed from faster ops (``_cpu_softmax_cross_entropy``).
+the tensor axis, which is then made whole. On the CPU without tensor parallelism (every rank
+holds whole rows) the same loss is computed from faster ops (``_cpu_softmax_cross_entropy``).
 """
-import numpy as np
 import oneflow as flow
 from oneflow import nn
 
@@ -33,6 +32,10 @@ class ParallelCrossEntropyLoss(nn.Module):
         self.layout = current_layout()
         self.layer_idx = layer_idx
         self.ignore_index = ignore_index
+        # OneFlow's op computes the split max and normaliser itself when the vocabulary is split
+        # over tensor-parallel ranks; with whole rows on the CPU the written-out loss is faster
+        self._written_out = (self.layout.device_type == "cpu"
+                             and self.layout.tensor_parallel_size == 1)
 
     def forward(self, logits: flow.Tensor, target: flow.Tensor) -> flow.Tensor:
         if logits.ndim != target.ndim + 1 or tuple(logits.shape[:-1]) != tuple(target.shape):
@@ -50,28 +53,13 @@ class ParallelCrossEntropyLoss(nn.Module):
         safe_target = target.masked_fill(flow.logical_not(valid), 0)
         vocab = logits.shape[-1]
         flat_logits, flat_target = logits.reshape(-1, vocab), safe_target.reshape(-1)
-        if _vocab_is_split(logits) or not _on_cpu(logits):
-            loss = flow._C.sparse_softmax_cross_entropy(flat_logits, flat_target)
-        else:
+        if self._written_out:
             loss = _cpu_softmax_cross_entropy(flat_logits, flat_target)
+        else:
+            loss = flow._C.sparse_softmax_cross_entropy(flat_logits, flat_target)
         loss = to_sbp(loss, layout, idx, tensor_sbp=broadcast())
         loss = loss.view(*target.shape)
         return loss * valid.to(loss.dtype)
-
-
-def _vocab_is_split(logits: flow.Tensor) -> bool:
-    """Whether some rank holds only part of each row's vocabulary (tensor parallelism over more
-    than one rank; a split over an axis of one rank is the whole row)."""
-    if not logits.is_global:
-        return False
-    axis_sizes = np.array(logits.placement.ranks).shape
-    vocab_split = flow.sbp.split(logits.ndim - 1)
-    return any(sbp == vocab_split and size > 1 for sbp, size in zip(logits.sbp, axis_sizes))
-
-
-def _on_cpu(tensor: flow.Tensor) -> bool:
-    kind = tensor.placement.type if tensor.is_global else tensor.device.type
-    return kind == "cpu"
 
 
 def _cpu_softmax_cross_entropy(logits: flow.Tensor, target: flow.Tensor) -> flow.Tensor:
