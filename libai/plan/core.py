@@ -203,7 +203,7 @@ def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = N
     problems += found
     if stages is not None:
         run = _run_shape(cfg, (dp, tp, pp), batch, tokens_per_sample(cfg, facts, shape), stages, per_node)
-        _fill(result, cfg, shape, run, num_layers)
+        _fill(result, cfg, shape, run, num_layers, facts)
     return result
 
 
@@ -231,20 +231,26 @@ def _model_setting(node: Any, key: str) -> Any:
     return _model_setting(node.get("model", None), key)
 
 
-def _mark_padding_masks(shape: ModelShape, model_cls: Any) -> None:
-    """Attention that is not causal is masked when the model's ``forward`` takes a mask."""
+def _mark_masks(shape: ModelShape, model_cls: Any, facts: data_checks.DataFacts) -> None:
+    """Attention is masked (``masked_fill`` on the scores) when it is given a mask: the model's
+    ``forward`` takes one and the samples carry it (when no samples were read: whenever the
+    ``forward`` takes one). A causal attention given no mask adds its own as a small bias
+    (``libai.layers.MultiheadAttention``), which keeps nothing score-sized."""
     names, _, _ = data_checks.forward_arguments(model_cls)
-    takes_mask = any("mask" in n and "loss" not in n for n in names)
+    masks = [n for n in names if "mask" in n and "loss" not in n]
+    if facts.checked:
+        masks = [n for n in masks if n in facts.sample_shapes]
     for m in shape.of_kind("attention"):
-        m.dims["masked"] = bool(m.dims.get("causal")) or takes_mask
+        m.dims["masked"] = bool(masks)
 
 
-def _fill(result: Plan, cfg: Any, shape: ModelShape, run: RunShape, num_layers: int) -> None:
+def _fill(result: Plan, cfg: Any, shape: ModelShape, run: RunShape, num_layers: int,
+          facts: data_checks.DataFacts) -> None:
     """Costs, placement, memory, time and (when a rank does not fit) advice of ``run``.
 
     Composite ops (any device but CUDA) and an unfused softmax keep more (:mod:`costs`)."""
     composite = cfg.train.dist.get("device_type") == "cpu" or result.device.name == "CPU"
-    _mark_padding_masks(shape, _model_class(cfg, shape))
+    _mark_masks(shape, _model_class(cfg, shape), facts)
     fused = not composite and bool(_model_setting(cfg.model, "scale_mask_softmax_fusion"))
     for m in shape.of_kind("attention"):
         m.dims["fused_softmax"] = fused

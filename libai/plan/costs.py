@@ -12,8 +12,9 @@ Activations are the tensors OneFlow's autograd keeps for the backward pass of li
   dropout is on), the output dropout's 1-byte mask;
 - MLP: its input, what the activation function keeps (``ACTIVATION_KEEPS``) and the second
   projection's input (split); a gated MLP also both factors of its product; the dropout mask;
-- each norm: its input (the composite norm of non-CUDA devices also ``x - mean``); embeddings:
-  the int64 ids and the dropout mask;
+- each norm: one normalised tensor; the composite norms (RMSNorm, a layer norm without shift, and
+  under tensor parallelism every layer norm off CUDA, see ``libai.layers.LayerNorm``) keep two;
+  embeddings: the int64 ids and the dropout mask;
 - the LM head: its input, the logits (compute dtype) and the fp32 softmax the cross entropy
   keeps, and during backward one fp32 gradient of the logits (a transient). Under tensor
   parallelism the cross entropy over the split vocabulary runs as separate max / subtract /
@@ -60,11 +61,13 @@ class Activation:
     score_e: float = 0.0
     score_1: float = 0.0
     split_4_tp: float = 0.0  # fp32 elements per token kept only when tensor parallel, split
+    rep_e_tp: float = 0.0  # elements per token kept only when tensor parallel, replicated
 
     def bytes(self, batch: int, seq: int, elem: int, tp: int) -> float:
         """Bytes one tensor-parallel rank keeps for ``batch`` samples of ``seq`` tokens."""
         per_token = (elem * (self.rep_e + self.split_e / tp) + self.rep_1 + self.split_1 / tp
-                     + 4 * self.split_4 / tp + (4 * self.split_4_tp / tp if tp > 1 else 0.0))
+                     + 4 * self.split_4 / tp
+                     + ((4 * self.split_4_tp / tp + elem * self.rep_e_tp) if tp > 1 else 0.0))
         scores = (elem * self.score_e + self.score_1) / tp
         return batch * seq * per_token + batch * seq * seq * scores
 
@@ -131,6 +134,16 @@ def _attention(d: Dict, composite: bool) -> Activation:
     return act
 
 
+def _norm(d: Dict, composite: bool) -> Activation:
+    """A norm keeps its normalised input; OneFlow's composite ops keep one tensor more. Off
+    CUDA a layer norm with scale and shift writes its gradient out (one tensor kept) except under
+    tensor parallelism, where it runs the composite."""
+    dim = d["dim"]
+    if d.get("rms") or (composite and not d.get("shift", True)):
+        return Activation(rep_e=2 * dim)
+    return Activation(rep_e=dim, rep_e_tp=dim if composite else 0.0)
+
+
 #: Tensors of the inner size an activation function keeps for backward: OneFlow's GELU and
 #: ReLU one; libai's composite SiLU (x, sigmoid) and quick GELU two; the tanh GELU five.
 ACTIVATION_KEEPS = {"gelu": 1, "relu": 1, "silu": 2, "swish": 2, "quick_gelu": 2, "gelu_tanh": 5,
@@ -195,8 +208,8 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
         c.work_split = max(c.work_split, d["ffn"])
         act.add(_mlp(d))
         c.tp_allreduce_e += d["hidden"]
-    elif m.kind == "norm":  # composite norms (RMSNorm always) also keep the normalised x
-        act.add(Activation(rep_e=d["dim"] * (2 if composite or d.get("rms") else 1)))
+    elif m.kind == "norm":
+        act.add(_norm(d, composite))
     elif m.kind == "embedding":
         act.add(Activation(rep_1=8 + 1 * d["hidden"]))
         c.tp_allreduce_e += d["hidden"]

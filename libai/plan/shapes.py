@@ -157,7 +157,8 @@ def _describe_modules(model: flow.nn.Module) -> List[ModuleInfo]:
         elif isinstance(m, (LayerNorm, RMSLayerNorm)):
             shape = getattr(m, "normalized_shape", None)
             dim = int(shape[-1]) if shape else 0
-            out.append(ModuleInfo("norm", name, idx, dict(dim=dim, rms=isinstance(m, RMSLayerNorm))))
+            out.append(ModuleInfo("norm", name, idx, dict(
+                dim=dim, rms=isinstance(m, RMSLayerNorm), shift=getattr(m, "bias", None) is not None)))
         elif isinstance(m, LMLogits):
             out.append(ModuleInfo("logits", name, idx, dict(vocab=int(m.vocab_size))))
         elif isinstance(m, VocabEmbedding):

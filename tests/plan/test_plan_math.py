@@ -117,3 +117,38 @@ def test_allocator_term_of_the_lm_head_stage_in_eager_only(tiny_cfg):
                                         + 20 * 2 ** 20)
     graph = libai.plan(tiny_cfg, check_data=False, overrides=over + ["graph.enabled=True"]).memory[0]
     assert graph.allocator == 0.0  # a graph plans its memory ahead
+
+
+def test_causal_attention_given_no_mask_is_planned_without_masked_fill(tiny_cfg):
+    """The synthetic GPT's samples carry no mask, so its causal attention adds its own mask as a
+    [1, 1, q, k] bias and keeps nothing score-sized for it. Without reading the samples the plan
+    must assume the forward's ``attention_mask`` is given: ``masked_fill`` keeps one more fp32
+    score tensor and a 1-byte mask, 8 × 32 × 32 scores × 4 heads × 5 bytes in each of 4 layers,
+    and in Eager its gradient's zeros and mask open a 2 MiB block each."""
+    extra = 4 * 8 * 32 * 32 * 4 * 5
+    for graph in (True, False):
+        over = [f"graph.enabled={graph}"]
+        read = libai.plan(tiny_cfg, overrides=over)
+        unread = libai.plan(tiny_cfg, check_data=False, overrides=over)
+        assert [m.dims["masked"] for m in read.model.of_kind("attention")] == [False] * 4
+        assert [m.dims["masked"] for m in unread.model.of_kind("attention")] == [True] * 4
+        assert unread.memory[0].activations - read.memory[0].activations == extra
+        assert unread.memory[0].allocator - read.memory[0].allocator == (0 if graph else 4 * 2 ** 20)
+
+
+def test_layer_norm_keeps_one_tensor_off_cuda_except_under_tensor_parallelism():
+    """libai's LayerNorm with scale and shift writes its gradient out off CUDA (it keeps the
+    normalised input); under tensor parallelism it runs OneFlow's composite ops, which keep one
+    tensor more, as RMSNorm and a LayerNorm without shift always do."""
+    from libai.plan.costs import layer_costs
+    from libai.plan.shapes import ModelShape, ModuleInfo
+
+    def kept(tp, composite=True, **dims):
+        shape = ModelShape("M", [], [ModuleInfo("norm", "norm", 0, dict(dim=64, **dims))], 0, 1)
+        return layer_costs(shape, 1, composite)[0].other.bytes(batch=2, seq=8, elem=4, tp=tp)
+
+    one = 2 * 8 * 64 * 4
+    assert kept(1, shift=True) == one and kept(2, shift=True) == 2 * one
+    assert kept(1, shift=False) == kept(2, shift=False) == 2 * one
+    assert kept(1, rms=True) == 2 * one
+    assert kept(1, composite=False, shift=True) == kept(2, composite=False, shift=True) == one
