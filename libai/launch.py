@@ -44,13 +44,20 @@ POLL_SECONDS = 0.2
 _PR_SET_PDEATHSIG = 1
 
 
-def oneflow_launch_module() -> ModuleType:
-    """OneFlow's ``oneflow/distributed/launch.py``, loaded on its own: its parser is ours, and
-    the launcher does not pay for (or start) a OneFlow runtime by importing the package."""
+def oneflow_launch_path() -> str:
+    """Where the installed OneFlow's ``oneflow/distributed/launch.py`` is, found without
+    importing the ``oneflow`` package (about a CPU-second of loading that a program which only
+    starts processes does not need)."""
     spec = importlib.util.find_spec("oneflow")
     if spec is None or not spec.origin:
         raise ModuleNotFoundError("libai.launch needs OneFlow: pip install oneflow")
-    path = os.path.join(os.path.dirname(spec.origin), "distributed", "launch.py")
+    return os.path.join(os.path.dirname(spec.origin), "distributed", "launch.py")
+
+
+def oneflow_launch_module() -> ModuleType:
+    """OneFlow's ``oneflow/distributed/launch.py``, loaded on its own: its parser is ours, and
+    the launcher does not pay for (or start) a OneFlow runtime by importing the package."""
+    path = oneflow_launch_path()
     module_spec = importlib.util.spec_from_file_location("_oneflow_distributed_launch", path)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
