@@ -468,3 +468,44 @@ def test_bad_arguments_are_explained(tmp_path):
             checkpointer.save(name)
     with pytest.raises(ValueError, match="no save_dir"):
         Checkpointer(model).save("model_final")
+
+
+# ---------------------------------------------------------------------------------------------
+# Durability: one syncfs, or an fsync per file and directory where there is none
+# ---------------------------------------------------------------------------------------------
+def _count_syncs(monkeypatch, syncfs_works):
+    from libai.utils import checkpoint_files
+
+    calls = {"syncfs": [], "fsync": []}
+    real_fsync, real_syncfs = os.fsync, checkpoint_files._syncfs
+
+    def fsync(fd):
+        calls["fsync"].append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def syncfs(path):
+        calls["syncfs"].append(path)
+        return real_syncfs(path) if syncfs_works else False
+
+    monkeypatch.setattr(checkpoint_files.os, "fsync", fsync)
+    monkeypatch.setattr(checkpoint_files, "_syncfs", syncfs)
+    return calls
+
+
+@pytest.mark.parametrize("syncfs_works", [True, False])
+def test_a_save_makes_the_whole_checkpoint_durable_before_publishing_it(tmp_path, monkeypatch, syncfs_works):
+    """OneFlow writes a directory per tensor: with syncfs(2) (Linux) one call flushes them all
+    (an fsync each cost a journal commit each); without it, every file and every directory of
+    the checkpoint is fsynced. Either way before the rename that publishes it."""
+    model, optimizer, _, _ = make_run(seed=0)
+    calls = _count_syncs(monkeypatch, syncfs_works)
+    final = Checkpointer(model, str(tmp_path), optimizer=optimizer).save("model_0000001", iteration=1)
+    tree = [os.path.join(d, n) for d, dirs, names in os.walk(final) for n in dirs + names]
+    assert len(calls["syncfs"]) == 1 and os.path.basename(calls["syncfs"][0]).startswith(".tmp-model_0000001")
+    inside = [p.replace(calls["syncfs"][0], final) for p in calls["fsync"] if p.startswith(calls["syncfs"][0])]
+    manifest = os.path.join(final, "manifest.json")
+    assert inside[-1] == manifest  # written after the flush, synced on its own
+    if syncfs_works:
+        assert inside == [manifest]
+    else:
+        assert sorted(inside[:-1]) == sorted(set(tree + [final]) - {manifest})
