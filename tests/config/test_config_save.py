@@ -185,3 +185,15 @@ def test_to_py_readable_matches_a_reference_text():
     text = LazyConfig.to_py(cfg)
     assert text == READABLE_REFERENCE
     assert all(len(line) <= 88 for line in text.splitlines())
+
+
+def test_saved_yaml_is_the_text_omegaconf_writes():
+    """save_yaml dumps the plain containers directly: the text must be OmegaConf.to_yaml's for
+    strings YAML would read back as something else, interpolations, '???', unicode, nesting."""
+    from libai.config.export import plain_to_yaml
+
+    data = {"a": {"yes": "yes", "null": "null", "num": "1e-3", "interp": "${b.c}", "missing": "???",
+                  "empty": "", "colon": "a: b", "multi": "two\nlines", "unicode": "κατά"},
+            "b": {"c": [1, 2.5, None, True, [], {}], "inf": float("inf"), "neg": -0.0},
+            "list": [{"x": 1}, ["y", "${a.num}"]], "tab": "\tx", "int_key": {1: "one"}}
+    assert plain_to_yaml(data) == OmegaConf.to_yaml(OmegaConf.create(data))
