@@ -254,6 +254,8 @@ def _fill(result: Plan, cfg: Any, shape: ModelShape, run: RunShape, num_layers: 
     fused = not composite and bool(_model_setting(cfg.model, "scale_mask_softmax_fusion"))
     for m in shape.of_kind("attention"):
         m.dims["fused_softmax"] = fused
+    if composite:  # the all-reduce fusion buffer is NCCL's: off CUDA gradients reduce in place
+        run = run.with_(fusion_buffer_bytes=0.0)
     result.run = run
     result.costs = layer_costs(shape, num_layers, composite)
     result.tied_embedding_bytes = shape.tied_embedding_bytes

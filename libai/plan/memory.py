@@ -12,7 +12,8 @@ plan is computed per stage. Rules, per rank of stage ``s``:
   tensor parallelism, see ``libai.plan.costs``), and the larger of the
   backward workspace of one layer and (with checkpointing) one recomputed block;
 - AMP: a 2-byte copy of every local parameter (the casts the matmuls read);
-- communication: the gradient all-reduce fusion buffer (twice) under DP, the send/receive
+- communication: the gradient all-reduce fusion buffer (twice) under DP on CUDA (NCCL's; measured
+  on the CPU, DP=2 ranks hold no more than one process), the send/receive
   buffers of one micro-batch's boundary activation under PP, the copy of a tied word
   embedding (and its gradient) on the last stage when it lives on the first, and on the first
   stage that gradient received back, held through the stage's whole backward (the table's

@@ -152,3 +152,14 @@ def test_layer_norm_keeps_one_tensor_off_cuda_except_under_tensor_parallelism():
     assert kept(1, shift=False) == kept(2, shift=False) == 2 * one
     assert kept(1, rms=True) == 2 * one
     assert kept(1, composite=False, shift=True) == kept(2, composite=False, shift=True) == one
+
+
+def test_the_all_reduce_fusion_buffer_is_planned_on_cuda_only(tiny_cfg):
+    """NCCL fuses gradients into buffers of ``train.nccl_fusion_threshold_mb`` (two of them);
+    on the CPU the data-parallel ranks reduce them in place (measured: a DP=2 rank of GPT-2 tiny
+    holds no more than one process)."""
+    over = ["train.dist.data_parallel_size=2", "train.nccl_fusion_threshold_mb=16"]
+    cpu = libai.plan(tiny_cfg, world_size=2, check_data=False, overrides=over + ["train.dist.device_type=cpu"])
+    cuda = libai.plan(tiny_cfg, world_size=2, check_data=False, overrides=over + ["train.dist.device_type=cuda"])
+    assert cpu.memory[0].communication == 0.0
+    assert cuda.memory[0].communication == 2 * 16 * 2 ** 20
