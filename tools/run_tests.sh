@@ -16,9 +16,16 @@
 # itself ends by a signal (exit status > 128) the suite is run once more. A run that merely has
 # failing tests (status 1) is never retried, so a real failure still fails. The 25 slowest tests
 # are listed at the end, to keep the suite's time in view.
+#
+# Bytecode is cached during the run even where PYTHONDONTWRITEBYTECODE is set (some machines and
+# CI images set it): otherwise every worker compiles and assertion-rewrites all ~200 test
+# modules again to collect them, and every launched process recompiles the test helpers and
+# libai modules it imports (the venv set-up caches only what a training process loads). On a
+# clean clone that cost about 2 CPU-minutes of the suite.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+unset PYTHONDONTWRITEBYTECODE
 workers="${LIBAI_TEST_WORKERS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}"
 args=(-q --durations=25)
 if [ "$workers" != "0" ]; then
