@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import libai  # noqa: E402,F401  (before any oneflow import)
-from libai.data.datasets.mnist import make_digits_mnist  # noqa: E402
+from libai.data.datasets.mnist_files import make_digits_mnist  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:

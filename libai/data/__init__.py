@@ -1,24 +1,36 @@
-"""Data: sample structures, samplers, loaders and datasets."""
-from libai.data.build import (
-    build_image_test_loader,
-    build_image_train_loader,
-    build_nlp_test_loader,
-    build_nlp_train_loader,
-    build_nlp_train_val_test_loader,
-)
-from libai.data.augmentation import AugmentationPipeline
-from libai.data.samplers import CyclicSampler, SingleRoundSampler
-from libai.data.structures import DistTensorData, Instance
+"""Data: sample structures, samplers, loaders and datasets.
 
-__all__ = [
-    "AugmentationPipeline",
-    "build_nlp_train_val_test_loader",
-    "DistTensorData",
-    "Instance",
-    "CyclicSampler",
-    "SingleRoundSampler",
-    "build_image_train_loader",
-    "build_image_test_loader",
-    "build_nlp_train_loader",
-    "build_nlp_test_loader",
-]
+The names below load their module on first use (:mod:`libai.utils.lazy_exports`), so that a
+tool needing only :mod:`libai.data.data_utils` (``tools/preprocess_data.py``) does not import
+OneFlow through the loader builders.
+"""
+from typing import TYPE_CHECKING
+
+from libai.utils.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "build_image_test_loader": "libai.data.build",
+    "build_image_train_loader": "libai.data.build",
+    "build_nlp_test_loader": "libai.data.build",
+    "build_nlp_train_loader": "libai.data.build",
+    "build_nlp_train_val_test_loader": "libai.data.build",
+    "AugmentationPipeline": "libai.data.augmentation",
+    "CyclicSampler": "libai.data.samplers",
+    "SingleRoundSampler": "libai.data.samplers",
+    "DistTensorData": "libai.data.structures",
+    "Instance": "libai.data.structures",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from libai.data.augmentation import AugmentationPipeline  # noqa: F401
+    from libai.data.build import (  # noqa: F401
+        build_image_test_loader,
+        build_image_train_loader,
+        build_nlp_test_loader,
+        build_nlp_train_loader,
+        build_nlp_train_val_test_loader,
+    )
+    from libai.data.samplers import CyclicSampler, SingleRoundSampler  # noqa: F401
+    from libai.data.structures import DistTensorData, Instance  # noqa: F401

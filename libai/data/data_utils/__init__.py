@@ -8,34 +8,46 @@
 * :mod:`.gpt_index`, :mod:`.sentence_samples`, :mod:`.index_cache` — sample indices, cached;
 * :mod:`.masking` — BERT masking and T5 span corruption;
 * :mod:`.blendable_dataset` — weighted, deterministic mixing of datasets.
-"""
-from libai.data.data_utils.blendable_dataset import BlendableDataset, build_blending_indices
-from libai.data.data_utils.indexed_dataset import (
-    IndexedCachedDataset,
-    IndexedDataset,
-    IndexedDatasetError,
-    MMapIndexedDataset,
-    MMapIndexedDatasetBuilder,
-    best_fitting_dtype,
-    get_indexed_dataset,
-    make_builder,
-)
-from libai.data.data_utils.splits import parse_splits_string, split_boundaries, split_documents
-from libai.data.data_utils.text_split import TextSplit
 
-__all__ = [
-    "BlendableDataset",
-    "IndexedCachedDataset",
-    "IndexedDataset",
-    "IndexedDatasetError",
-    "MMapIndexedDataset",
-    "MMapIndexedDatasetBuilder",
-    "TextSplit",
-    "best_fitting_dtype",
-    "build_blending_indices",
-    "get_indexed_dataset",
-    "make_builder",
-    "parse_splits_string",
-    "split_boundaries",
-    "split_documents",
-]
+The names below load their module on first use (:mod:`libai.utils.lazy_exports`): the
+preprocessing tool imports only the indexed-dataset writer, not OneFlow.
+"""
+from typing import TYPE_CHECKING
+
+from libai.utils.lazy_exports import lazy_exports
+
+_INDEXED = "libai.data.data_utils.indexed_dataset"
+_SPLITS = "libai.data.data_utils.splits"
+_EXPORTS = {
+    "BlendableDataset": "libai.data.data_utils.blendable_dataset",
+    "build_blending_indices": "libai.data.data_utils.blendable_dataset",
+    "IndexedCachedDataset": _INDEXED,
+    "IndexedDataset": _INDEXED,
+    "IndexedDatasetError": _INDEXED,
+    "MMapIndexedDataset": _INDEXED,
+    "MMapIndexedDatasetBuilder": _INDEXED,
+    "best_fitting_dtype": _INDEXED,
+    "get_indexed_dataset": _INDEXED,
+    "make_builder": _INDEXED,
+    "parse_splits_string": _SPLITS,
+    "split_boundaries": _SPLITS,
+    "split_documents": _SPLITS,
+    "TextSplit": "libai.data.data_utils.text_split",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from libai.data.data_utils.blendable_dataset import BlendableDataset, build_blending_indices  # noqa: F401
+    from libai.data.data_utils.indexed_dataset import (  # noqa: F401
+        IndexedCachedDataset,
+        IndexedDataset,
+        IndexedDatasetError,
+        MMapIndexedDataset,
+        MMapIndexedDatasetBuilder,
+        best_fitting_dtype,
+        get_indexed_dataset,
+        make_builder,
+    )
+    from libai.data.data_utils.splits import parse_splits_string, split_boundaries, split_documents  # noqa: F401
+    from libai.data.data_utils.text_split import TextSplit  # noqa: F401
