@@ -11,6 +11,7 @@ if REPO_ROOT not in sys.path:
 
 import libai  # noqa: E402,F401  (must precede oneflow)
 from libai.utils import distributed as dist  # noqa: E402
+from tests import xdist_requeue  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -123,6 +124,7 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_configure(config):
     global _controller_config
     _controller_config = config
+    xdist_requeue.install()  # a crashed worker must not stall the run (see tests/xdist_requeue.py)
 
 
 _CRASHED = pytest.StashKey()
