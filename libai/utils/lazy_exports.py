@@ -8,15 +8,20 @@ names and their modules, ``from libai.data import build_nlp_train_loader`` works
 only the module that defines the name is imported.
 """
 import importlib
+import importlib.util
 from typing import Any, Callable, Dict, List, Tuple
 
 
 def lazy_exports(package: str, exports: Dict[str, str]) -> Tuple[Callable[[str], Any], Callable[[], List[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps each public name to the
-    module that defines it. A name is imported once, then kept in the package's namespace."""
+    module that defines it. A name is imported once, then kept in the package's namespace.
+    A submodule is an attribute too, as when the package imported it eagerly
+    (``import libai.data; libai.data.build``)."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
+            if not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None:
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(exports[name]), name)
         setattr(importlib.import_module(package), name, value)

@@ -34,6 +34,14 @@ def test_every_public_name_resolves_to_its_module_object(package):
     assert set(exports) <= set(namespace)
 
 
+def test_submodules_are_attributes_as_when_imported_eagerly():
+    code = ("import libai.data; print(libai.data.build.__name__, "
+            "libai.data.datasets.cifar.CIFAR10Dataset is libai.data.datasets.CIFAR10Dataset)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["libai.data.build", "True"]
+
+
 def test_an_unknown_name_is_an_attribute_error_naming_it():
     import libai.data
 
