@@ -8,20 +8,16 @@ from typing import TYPE_CHECKING
 
 from libai.utils.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "build_image_test_loader": "libai.data.build",
-    "build_image_train_loader": "libai.data.build",
-    "build_nlp_test_loader": "libai.data.build",
-    "build_nlp_train_loader": "libai.data.build",
-    "build_nlp_train_val_test_loader": "libai.data.build",
-    "AugmentationPipeline": "libai.data.augmentation",
-    "CyclicSampler": "libai.data.samplers",
-    "SingleRoundSampler": "libai.data.samplers",
-    "DistTensorData": "libai.data.structures",
-    "Instance": "libai.data.structures",
+_MODULES = {  # module -> the names it defines
+    "libai.data.build": [
+        "build_image_test_loader", "build_image_train_loader", "build_nlp_test_loader",
+        "build_nlp_train_loader", "build_nlp_train_val_test_loader"
+    ],
+    "libai.data.augmentation": ["AugmentationPipeline"],
+    "libai.data.samplers": ["CyclicSampler", "SingleRoundSampler"],
+    "libai.data.structures": ["DistTensorData", "Instance"],
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from libai.data.augmentation import AugmentationPipeline  # noqa: F401

@@ -9,14 +9,17 @@ only the module that defines the name is imported.
 """
 import importlib
 import importlib.util
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 
-def lazy_exports(package: str, exports: Dict[str, str]) -> Tuple[Callable[[str], Any], Callable[[], List[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps each public name to the
-    module that defines it. A name is imported once, then kept in the package's namespace.
+def lazy_exports(package: str, modules: Dict[str, Sequence[str]]
+                 ) -> Tuple[List[str], Callable[[str], Any], Callable[[], List[str]]]:
+    """``(__all__, __getattr__, __dir__)`` for ``package``: ``modules`` maps each module to the
+    public names it defines. A name is imported once, then kept in the package's namespace.
     A submodule is an attribute too, as when the package imported it eagerly
     (``import libai.data; libai.data.build``)."""
+
+    exports = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
@@ -30,4 +33,4 @@ def lazy_exports(package: str, exports: Dict[str, str]) -> Tuple[Callable[[str],
     def __dir__() -> List[str]:
         return sorted(set(vars(importlib.import_module(package))) | set(exports))
 
-    return __getattr__, __dir__
+    return sorted(exports), __getattr__, __dir__

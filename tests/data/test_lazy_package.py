@@ -23,8 +23,8 @@ def test_the_tools_data_imports_do_not_load_oneflow():
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_public_name_resolves_to_its_module_object(package):
     module = importlib.import_module(package)
-    exports = module._EXPORTS
-    assert sorted(module.__all__) == sorted(exports)
+    exports = {name: source for source, names in module._MODULES.items() for name in names}
+    assert module.__all__ == sorted(exports)
     for name, source in exports.items():
         value = getattr(module, name)
         assert value is getattr(importlib.import_module(source), name), name

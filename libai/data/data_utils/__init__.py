@@ -16,26 +16,16 @@ from typing import TYPE_CHECKING
 
 from libai.utils.lazy_exports import lazy_exports
 
-_INDEXED = "libai.data.data_utils.indexed_dataset"
-_SPLITS = "libai.data.data_utils.splits"
-_EXPORTS = {
-    "BlendableDataset": "libai.data.data_utils.blendable_dataset",
-    "build_blending_indices": "libai.data.data_utils.blendable_dataset",
-    "IndexedCachedDataset": _INDEXED,
-    "IndexedDataset": _INDEXED,
-    "IndexedDatasetError": _INDEXED,
-    "MMapIndexedDataset": _INDEXED,
-    "MMapIndexedDatasetBuilder": _INDEXED,
-    "best_fitting_dtype": _INDEXED,
-    "get_indexed_dataset": _INDEXED,
-    "make_builder": _INDEXED,
-    "parse_splits_string": _SPLITS,
-    "split_boundaries": _SPLITS,
-    "split_documents": _SPLITS,
-    "TextSplit": "libai.data.data_utils.text_split",
+_MODULES = {  # module -> the names it defines
+    "libai.data.data_utils.blendable_dataset": ["BlendableDataset", "build_blending_indices"],
+    "libai.data.data_utils.indexed_dataset": [
+        "IndexedCachedDataset", "IndexedDataset", "IndexedDatasetError", "MMapIndexedDataset",
+        "MMapIndexedDatasetBuilder", "best_fitting_dtype", "get_indexed_dataset", "make_builder"
+    ],
+    "libai.data.data_utils.splits": ["parse_splits_string", "split_boundaries", "split_documents"],
+    "libai.data.data_utils.text_split": ["TextSplit"],
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from libai.data.data_utils.blendable_dataset import BlendableDataset, build_blending_indices  # noqa: F401

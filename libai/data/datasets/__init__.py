@@ -8,25 +8,21 @@ from typing import TYPE_CHECKING
 
 from libai.utils.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "CIFAR10Dataset": "libai.data.datasets.cifar",
-    "CIFAR100Dataset": "libai.data.datasets.cifar",
-    "ImageClassificationDataset": "libai.data.datasets.image_base",
-    "ImageFolderDataset": "libai.data.datasets.imagefolder",
-    "ImageNetDataset": "libai.data.datasets.imagenet",
-    "MNISTDataset": "libai.data.datasets.mnist",
-    "OFRecordImageDataset": "libai.data.datasets.ofrecord",
-    "BertDataset": "libai.data.datasets.bert_dataset",
-    "GPT2Dataset": "libai.data.datasets.gpt_dataset",
-    "GPTDataset": "libai.data.datasets.gpt_dataset",
-    "RobertaDataset": "libai.data.datasets.roberta_dataset",
-    "SyntheticImageDataset": "libai.data.datasets.synthetic",
-    "SyntheticLMDataset": "libai.data.datasets.synthetic",
-    "T5Dataset": "libai.data.datasets.t5_dataset",
-    "TextClassificationDataset": "libai.data.datasets.text_classification",
+_MODULES = {  # module -> the names it defines
+    "libai.data.datasets.cifar": ["CIFAR10Dataset", "CIFAR100Dataset"],
+    "libai.data.datasets.image_base": ["ImageClassificationDataset"],
+    "libai.data.datasets.imagefolder": ["ImageFolderDataset"],
+    "libai.data.datasets.imagenet": ["ImageNetDataset"],
+    "libai.data.datasets.mnist": ["MNISTDataset"],
+    "libai.data.datasets.ofrecord": ["OFRecordImageDataset"],
+    "libai.data.datasets.bert_dataset": ["BertDataset"],
+    "libai.data.datasets.gpt_dataset": ["GPT2Dataset", "GPTDataset"],
+    "libai.data.datasets.roberta_dataset": ["RobertaDataset"],
+    "libai.data.datasets.synthetic": ["SyntheticImageDataset", "SyntheticLMDataset"],
+    "libai.data.datasets.t5_dataset": ["T5Dataset"],
+    "libai.data.datasets.text_classification": ["TextClassificationDataset"],
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from libai.data.datasets.cifar import CIFAR10Dataset, CIFAR100Dataset  # noqa: F401
