@@ -3,6 +3,7 @@ every test a clean parallel-layout stack."""
 import os
 import sys
 
+import numpy as np
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -19,6 +20,18 @@ def _clean_layouts():
     dist.reset_layouts()
     yield
     dist.reset_layouts()
+
+
+@pytest.fixture(autouse=True)
+def _seeded_random_state():
+    """Every test starts from the same random state, whichever worker runs it after whichever
+    tests: a model a test builds without seeding is then the same model on every run, so a
+    tolerance that holds once holds always. OneFlow is seeded only if something imported it
+    (tests of import-free tools must stay import-free)."""
+    np.random.seed(0)
+    oneflow = sys.modules.get("oneflow")
+    if oneflow is not None:
+        oneflow.manual_seed(0)
 
 
 @pytest.fixture

@@ -76,6 +76,7 @@ def test_relative_bias_lives_in_the_first_block_of_each_stack_and_is_shared(loca
 
 
 def test_cached_decoding_equals_full_decoding_with_relative_bias(local_layout):
+    flow.manual_seed(0)
     model = T5Model(**TINY, **GOOGLE).eval()
     rng = np.random.RandomState(1)
     enc_ids, dec_ids = flow.tensor(rng.randint(0, 40, (2, 5))), rng.randint(0, 40, (2, 4))
@@ -87,7 +88,9 @@ def test_cached_decoding_equals_full_decoding_with_relative_bias(local_layout):
             out, cache = model.decode(flow.tensor(dec_ids[:, t:t + 1]), states,
                                       past_key_values=cache, use_cache=True)
             steps.append(out.numpy())
-    np.testing.assert_allclose(np.concatenate(steps, 1), full, rtol=1e-5, atol=1e-5)
+    # one query at a time sums attention in another order than the full pass: float32 rounding
+    # (seen up to 5e-5 relative); a wrong bias or cache would be off by whole units
+    np.testing.assert_allclose(np.concatenate(steps, 1), full, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("tied,scale,factor", [(True, True, 16 ** -0.5), (True, False, 1.0),
