@@ -215,6 +215,26 @@ def _route_symbol(blas: ctypes.CDLL, name: str) -> Any:
     return getattr(blas, _ROUTE_PREFIX + name)
 
 
+def _load_single_threaded(path: str) -> ctypes.CDLL:
+    """Load an OpenBLAS that will only run one thread per product, without starting its pool.
+
+    OpenBLAS starts one thread per further core when it loads, and each new thread busy-waits
+    about a tenth of a second for work before it sleeps; ``openblas_set_num_threads(1)``
+    afterwards cannot take that back. ``OPENBLAS_NUM_THREADS=1`` while the library loads (it
+    reads the variable only then) starts no pool: 0.1 CPU-seconds less in every process that
+    imports libai (ranks, loader workers, tools). The variable is restored at once, so NumPy's
+    own OpenBLAS and the user's settings are untouched."""
+    before = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        return ctypes.CDLL(path)
+    finally:
+        if before is None:
+            del os.environ["OPENBLAS_NUM_THREADS"]
+        else:
+            os.environ["OPENBLAS_NUM_THREADS"] = before
+
+
 def _route_target() -> Optional[ctypes.CDLL]:
     """The OpenBLAS of the ``scipy-openblas32`` package (a libai dependency: 32-bit integers,
     ``scipy_``-prefixed symbols), or ``None`` when it is not installed or lacks CBLAS.
@@ -226,7 +246,7 @@ def _route_target() -> Optional[ctypes.CDLL]:
     for folder in (spec.submodule_search_locations or []) if spec else []:
         for path in sorted(glob.glob(os.path.join(folder, "lib", "libscipy_openblas*.so")))[:1]:
             try:
-                blas = ctypes.CDLL(path)
+                blas = _load_single_threaded(path)
             except OSError:
                 continue
             if all(hasattr(blas, _ROUTE_PREFIX + n) for n in ("cblas_sgemm", "cblas_sgemv")):

@@ -274,3 +274,31 @@ def test_a_process_that_imports_libai_runs_with_the_choice_and_keeps_a_user_valu
 def test_the_onednn_reading_follows_oneflows(value, enabled):
     env = {} if value is None else {_runtime.ONEDNN_VARIABLE: value}
     assert _runtime.onednn_elementwise_enabled(env) is enabled
+
+
+POOL_PROBE = """
+import importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("blas_alone", sys.argv[1])
+blas = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(blas)  # libai/_blas.py alone: no NumPy, no other OpenBLAS loaded
+before = len(os.listdir("/proc/self/task"))
+target = blas._route_target()
+after = len(os.listdir("/proc/self/task"))
+print(json.dumps({"before": before, "after": after, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
+                  "threads": blas._route_symbol(target, "openblas_get_num_threads")()}))
+"""
+
+
+@pytest.mark.parametrize("user_value", [None, "3"])
+def test_the_routed_openblas_starts_no_thread_pool_and_keeps_the_users_variable(user_value):
+    """Loading scipy-openblas32 starts no pool threads (each would busy-wait ~0.1 s for work
+    it never gets), whatever the user set, and OPENBLAS_NUM_THREADS is as the user left it."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("NUM_THREADS")}
+    if user_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_value
+    proc = subprocess.run([sys.executable, "-c", POOL_PROBE, _blas.__file__], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["after"] == result["before"], result
+    assert result["env"] == user_value and result["threads"] == 1
