@@ -30,10 +30,16 @@
 # a third of the CPU of tests/configs/test_recipes.py (36 -> 26 CPU-s, with the same checks:
 # the checkpoint code still writes, renames and syncs). The folder is removed after a passing
 # run and kept, with its path printed, after a failing one. LIBAI_TEST_SHM_GB=0 uses /tmp.
+#
+# NumPy's OpenBLAS runs one thread per product (OPENBLAS_NUM_THREADS=1 unless set): the workers
+# already keep every core busy, and each pool thread would busy-wait a tenth of a second after
+# starting and after each product in each of the suite's ~170 OneFlow processes. libai's own
+# routed OpenBLAS is single-threaded anyway (libai/_blas.py).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 unset PYTHONDONTWRITEBYTECODE
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 workers="${LIBAI_TEST_WORKERS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}"
 args=(-q --durations=25)
 if [ "$workers" != "0" ]; then
