@@ -63,6 +63,23 @@ def test_cuda_libraries_are_preloaded_once_oneflow_is_importable():
     assert any("cudnn" in path for path in first)
 
 
+def test_oneflow_uses_the_preloaded_copies_which_stay_out_of_the_global_scope():
+    """OneFlow's cuBLAS/cuDNN dependencies were satisfied by the preloaded files (one copy of
+    each in the process, the wheel's), while their symbols stay out of the global scope that
+    every relocation of OneFlow's libraries would otherwise search."""
+    import ctypes
+
+    import oneflow  # noqa: F401
+
+    with open("/proc/self/maps") as f:
+        mapped = {line.split()[-1] for line in f if "/" in line}
+    for name in ("libcublas.so.11", "libcudnn_cnn_infer.so.8"):
+        copies = [path for path in mapped if os.path.basename(path) == name]
+        assert len(copies) == 1 and copies[0] in preload_cuda_libraries(), copies
+    with pytest.raises(AttributeError):
+        ctypes.CDLL(None).cublasCreate_v2
+
+
 
 def _rank1_env(port):
     return {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
