@@ -80,7 +80,6 @@ def test_oneflow_uses_the_preloaded_copies_which_stay_out_of_the_global_scope():
         ctypes.CDLL(None).cublasCreate_v2
 
 
-
 def _rank1_env(port):
     return {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
 
