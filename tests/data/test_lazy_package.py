@@ -2,6 +2,7 @@
 first use (libai.utils.lazy_exports): the imports of the preprocessing and MNIST-making tools
 do not load OneFlow, and every public name still resolves, to the object its defining module
 holds."""
+import ast
 import importlib
 import subprocess
 import sys
@@ -32,6 +33,21 @@ def test_every_public_name_resolves_to_its_module_object(package):
     namespace = {}
     exec(f"from {package} import *", namespace)
     assert set(exports) <= set(namespace)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_type_checkers_imports_list_exactly_the_lazy_table(package):
+    """The ``if TYPE_CHECKING:`` imports (written out for type checkers and IDEs, which cannot
+    read the table) name the same modules and names as ``_MODULES``, so the two cannot drift."""
+    module = importlib.import_module(package)
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+    (block,) = [node for node in tree.body if isinstance(node, ast.If)
+                and getattr(node.test, "id", None) == "TYPE_CHECKING"]
+    written = {}
+    for statement in block.body:
+        written.setdefault(statement.module, []).extend(alias.name for alias in statement.names)
+    assert {source: sorted(names) for source, names in written.items()} == \
+        {source: sorted(names) for source, names in module._MODULES.items()}
 
 
 def test_submodules_are_attributes_as_when_imported_eagerly():
