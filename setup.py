@@ -41,13 +41,17 @@ setup(
         "nvidia-cublas-cu11",
         "nvidia-cudnn-cu11<9",
         "omegaconf>=2.1",
+        "hydra-core==1.3.2",  # key=value overrides in hydra's grammar
         "tabulate",
         "termcolor",
         "pyyaml",
         "cloudpickle",
         "iopath==0.1.10",
         "safetensors==0.4.5",
-        "sentencepiece==0.2.0",  # T5Tokenizer
+        "sentencepiece==0.2.0",  # T5Tokenizer, Llama-2 tokenizer.model
+        "tokenizers==0.23.3",  # Hugging Face tokenizer.json
+        "jinja2==3.1.6",  # chat templates
+        "xxhash==4.1.0",  # checkpoint checksums
         "flowvision==0.2.1",  # image transforms (0.2.2 fails to import with OneFlow 0.9.0)
         "opencv-python-headless==4.11.0.86",  # libai.data.augmentation; 4.12+ needs numpy>=2
         "pillow",
@@ -61,9 +65,10 @@ setup(
         "tensorboard": ["tensorboardX==2.6.5"],
         "plot": ["matplotlib"],
         "chinese": ["jieba"],  # BertTokenizer(do_chinese_wwm=True)
-        "gpu": ["pynvml"],  # GPU memory in the metrics, on CUDA machines
+        "gpu": ["pynvml"],
+        "eval": ["lm_eval==0.4.13", "datasets==5.2.0"],  # the lm-evaluation-harness adapter
         "onnx": ["onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2", "onnxsim==0.7.3"],
-        "dev": ["pytest", "pytest-xdist==3.8.0", "hypothesis", "scikit-learn", "textblob==0.20.1", "pillow", "tensorboardX==2.6.5", "matplotlib",
+        "dev": ["lm_eval==0.4.13", "datasets==5.2.0", "pytest", "pytest-xdist==3.8.0", "hypothesis", "scikit-learn", "textblob==0.20.1", "pillow", "tensorboardX==2.6.5", "matplotlib",
                 "import-linter==2.15", "onnx==1.14.1", "onnxruntime==1.20.1", "oneflow-onnx==0.6.2",
                 "onnxsim==0.7.3"],
     },
