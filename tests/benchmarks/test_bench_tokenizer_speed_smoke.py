@@ -12,9 +12,10 @@ def test_tiny_run_prints_both_rates_their_ratio_and_identical_outputs():
                            "--mb", "0.05", "--vocab-size", "600", "--rounds", "1"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    match = re.search(r"round 1: python ([\d,]+) tokens/s, tokenizers ([\d,]+) tokens/s, ratio ([\d.]+)",
+    match = re.search(r"gpt2 round 1: python ([\d,]+) tokens/s, tokenizers ([\d,]+) tokens/s, ratio ([\d.]+)",
                       proc.stdout)
     assert match, proc.stdout
     python, fast, ratio = (float(g.replace(",", "")) for g in match.groups())
     assert abs(fast / python - ratio) < 0.01
-    assert "outputs byte-identical (same ids): True" in proc.stdout
+    assert "gpt2 outputs byte-identical (same ids): True" in proc.stdout
+    assert "bert outputs byte-identical (same ids): True" in proc.stdout
