@@ -12,6 +12,7 @@ alone over the distinct documents in CPU time. BERT sends only pure-ASCII text t
 (see libai/tokenizer/fast_backend.py), so its gain depends on the corpus.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -21,12 +22,10 @@ from typing import Any, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
 
 import pydoc_data.topics as topics  # noqa: E402
 
 import libai  # noqa: E402,F401  (before oneflow)
-from bench_text_data import make_corpus  # noqa: E402
 from libai.data.data_utils.preprocess import preprocess_jsonl  # noqa: E402
 from libai.tokenizer import BertTokenizer, GPT2Tokenizer, train_vocab  # noqa: E402
 
@@ -65,14 +64,33 @@ def _tokenizer(kind: str, base: str, work: str, vocab_size: int) -> Any:
     return BertTokenizer(vocab_file=vocab[0])
 
 
-def _compare(kind: str, corpus: str, work: str, tokenizer: Any, rounds: int) -> None:
+def _documents(max_docs: int) -> List[str]:
+    """The distinct documentation topics (the first ``max_docs``; 0: all)."""
+    texts = [text for _, text in sorted(topics.topics.items())]
+    return texts[:max_docs] if max_docs else texts
+
+
+def _write_corpus(path: str, texts: List[str], megabytes: float) -> int:
+    """The texts as JSON lines, repeated to ``megabytes`` (at least once); return the bytes."""
+    lines = [json.dumps({"text": text}) + "\n" for text in texts]
+    written = 0
+    with open(path, "w", encoding="utf-8") as out:
+        while True:
+            for line in lines:
+                out.write(line)
+                written += len(line.encode("utf-8"))
+            if written >= megabytes * 1e6:
+                return written
+
+
+def _compare(kind: str, corpus: str, work: str, tokenizer: Any, rounds: int, max_docs: int) -> None:
     python_rates, fast_rates = [], []
     for i in range(rounds):
         python_rates.append(_run(corpus, os.path.join(work, f"{kind}_python"), tokenizer, fast=False))
         fast_rates.append(_run(corpus, os.path.join(work, f"{kind}_fast"), tokenizer, fast=True))
         print(f"{kind} round {i + 1}: python {python_rates[-1]:,.0f} tokens/s, tokenizers "
               f"{fast_rates[-1]:,.0f} tokens/s, ratio {fast_rates[-1] / python_rates[-1]:.2f}")
-    texts = [text for _, text in sorted(topics.topics.items())]
+    texts = _documents(max_docs)
     slow, fast = _encode_rate(texts, tokenizer, False), _encode_rate(texts, tokenizer, True)
     ascii_share = sum(t.isascii() for t in texts) / len(texts)
     print(f"{kind} encode alone ({len(texts)} distinct documents, {ascii_share:.0%} pure ASCII): "
@@ -93,17 +111,19 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokenizers", nargs="+", default=["gpt2", "bert"], choices=["gpt2", "bert"])
+    parser.add_argument("--max-docs", type=int, default=0,
+                        help="distinct documents for the vocabularies and encode alone (0: all 79)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
         corpus = os.path.join(work, "corpus.jsonl")
-        size = make_corpus(corpus, args.mb)
+        size = _write_corpus(corpus, _documents(args.max_docs), args.mb)
         base = os.path.join(work, "vocab_base.jsonl")
-        make_corpus(base, 0.0)
+        _write_corpus(base, _documents(args.max_docs), 0.0)
         print(f"corpus: {size / 1e6:.1f} MB of Python documentation")
         for kind in args.tokenizers:
             tokenizer = _tokenizer(kind, base, work, args.vocab_size)
             print(f"{kind}: {type(tokenizer).__name__}, vocabulary {len(tokenizer)}")
-            _compare(kind, corpus, work, tokenizer, args.rounds)
+            _compare(kind, corpus, work, tokenizer, args.rounds, args.max_docs)
 
 
 if __name__ == "__main__":
