@@ -119,3 +119,14 @@ def test_existing_vocabularies_still_load_through_auto(tmp_path, bpe_files, gpt2
     auto = AutoTokenizer.from_pretrained(str(tmp_path))
     assert type(auto) is type(gpt2)
     assert auto.encode("the lazy dog") == gpt2.encode("the lazy dog")
+
+
+def test_a_batch_of_conversations_and_an_empty_one():
+    tok, ref = load("qwen2_bpe")
+    batch = tok.apply_chat_template([ref["chats"]["user"], ref["chats"]["multi_turn"]], tokenize=False)
+    assert batch == [ref["chat"]["user"]["text"], ref["chat"]["multi_turn"]["text"]]
+    with pytest.raises(ChatTemplateError, match="empty"):
+        tok.apply_chat_template([])
+    bare = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, "qwen2_bpe"), chat_template=None)
+    with pytest.raises(ChatTemplateError, match="has no chat template"):
+        bare.apply_chat_template(ref["chats"]["user"])
