@@ -27,7 +27,11 @@ class JSONTokenizer(BaseTokenizer):
     """A tokenizer read from ``tokenizer.json`` with the ``tokenizers`` package.
 
     Args:
-        tokenizer_file: path of ``tokenizer.json``.
+        vocab_file: path of ``tokenizer.json``, or of a directory holding it (its
+            tokenizer_config.json then supplies the special tokens, padding side and chat
+            template, as in ``from_pretrained``). Named as libai's other tokenizers name their
+            file, so configs and ``tools/preprocess_data.py --vocab-file`` work alike.
+        tokenizer_file: the same, under Hugging Face's name.
         tokenizer_object: a ``tokenizers.Tokenizer`` to wrap instead of a file.
         clean_up_tokenization_spaces: ``decode`` removes spaces before punctuation (as
             tokenizer_config.json says; False by default).
@@ -38,12 +42,21 @@ class JSONTokenizer(BaseTokenizer):
     None means True here, as Hugging Face's ``encode``).
     """
 
-    vocab_files_names = {"tokenizer_file": TOKENIZER_FILE}
+    vocab_files_names = {"vocab_file": TOKENIZER_FILE}
     spaces_between_special_tokens = False
 
-    def __init__(self, tokenizer_file: Optional[str] = None, *,
+    def __init__(self, vocab_file: Optional[str] = None, *, tokenizer_file: Optional[str] = None,
                  tokenizer_object: Optional[Tokenizer] = None,
-                 clean_up_tokenization_spaces: bool = False, **kwargs: Any) -> None:
+                 clean_up_tokenization_spaces: Optional[bool] = None, **kwargs: Any) -> None:
+        tokenizer_file = vocab_file if vocab_file is not None else tokenizer_file
+        if tokenizer_file is not None and os.path.isdir(tokenizer_file):
+            saved = tokenizer_arguments(tokenizer_file)
+            saved.pop("_config")
+            kwargs = {**saved, **kwargs}
+            if clean_up_tokenization_spaces is None:
+                clean_up_tokenization_spaces = kwargs.pop("clean_up_tokenization_spaces", False)
+            kwargs.pop("clean_up_tokenization_spaces", None)
+            tokenizer_file = os.path.join(tokenizer_file, TOKENIZER_FILE)
         if tokenizer_object is None:
             if tokenizer_file is None or not os.path.isfile(tokenizer_file):
                 raise FileNotFoundError(f"JSONTokenizer needs a {TOKENIZER_FILE}; got {tokenizer_file!r}")
