@@ -8,7 +8,6 @@ are exactly those transformers' fast tokenizers give, and adds libai's interface
 re-implemented here.
 """
 import os
-from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tokenizers import Tokenizer
@@ -180,7 +179,11 @@ class JSONTokenizer(BaseTokenizer):
         """Wrap ids as the post-processor would (its layout is read off a probe encoding)."""
         if self._tk.post_processor is None:
             return list(token_ids_0) + list(token_ids_1 or [])
-        parts = _special_layout(self._tk, token_ids_1 is not None)
+        pair = token_ids_1 is not None
+        layouts = self.__dict__.setdefault("_layouts", {})
+        if pair not in layouts:
+            layouts[pair] = _special_layout(self._tk, pair)
+        parts = layouts[pair]
         out = list(parts[0]) + list(token_ids_0) + list(parts[1])
         if token_ids_1 is not None:
             out += list(token_ids_1) + list(parts[2])
@@ -208,14 +211,6 @@ class JSONTokenizer(BaseTokenizer):
 
 def _special_layout(tk: Tokenizer, pair: bool) -> Tuple[Tuple[int, ...], ...]:
     """The ids the post-processor puts before, between and after the sequences."""
-    return _layout_cached(tk.to_str(), pair)
-
-
-@lru_cache(maxsize=8)
-def _layout_cached(serialized: str, pair: bool) -> Tuple[Tuple[int, ...], ...]:
-    tk = Tokenizer.from_str(serialized)
-    tk.no_truncation()
-    tk.no_padding()
     probe_a, probe_b = _probe(tk), _probe(tk)
     a = tk.encode(probe_a[0], add_special_tokens=False)
     b = tk.encode(probe_b[0], add_special_tokens=False) if pair else None

@@ -150,3 +150,14 @@ def test_preprocessing_takes_a_tokenizer_json_directory(tmp_path):
     data = MMapIndexedDataset(summary.outputs["text"])
     for i, text in enumerate(texts):
         assert list(np.asarray(data[i])) == tok.encode(text, add_special_tokens=False) + [built.eod_id]
+
+
+@pytest.mark.parametrize("name", JSON_DIRS)
+def test_wrapping_ids_follows_the_post_processor(name):
+    tok, ref = load(name)
+    for want in ref["encode"]:
+        assert tok.build_inputs_with_special_tokens(want["ids_plain"]) == want["ids"]
+    if name == "phi3_wordpiece":
+        assert tok.build_inputs_with_special_tokens([10], [11]) == [tok.cls_token_id, 10, tok.sep_token_id,
+                                                                   11, tok.sep_token_id]
+        assert tok.num_special_tokens_to_add(pair=True) == 3
