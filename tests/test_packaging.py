@@ -21,7 +21,7 @@ from typing import Dict, List, Set, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ("libai", "tools")
 # import name -> distribution name, where they differ
-DISTRIBUTION_OF = {"PIL": "pillow", "sklearn": "scikit-learn", "yaml": "pyyaml", "cv2": "opencv-python-headless"}
+DISTRIBUTION_OF = {"hydra": "hydra-core", "PIL": "pillow", "sklearn": "scikit-learn", "yaml": "pyyaml", "cv2": "opencv-python-headless"}
 _GUARDS = {"ImportError", "ModuleNotFoundError", "Exception"}
 
 

@@ -108,8 +108,8 @@ def default_argument_parser(
     parser.add_argument(
         "opts", nargs="*", default=[], metavar="KEY=VALUE",
         help="config overrides applied after loading the file, e.g. train.train_iter=100 "
-        "(values are Python literals; quote strings containing spaces); flags may come "
-        "before or after them",
+        "(values in hydra's override grammar, as in LiBai: lists [a,b], dicts {a: 1}, null; "
+        "+key=v adds a key, ~key deletes one; docs/config.md); flags may come before or after them",
     )
     return parser
 

@@ -39,6 +39,7 @@ class CheckpointAndResume:
             trainer=self,
             rng=RNGState(),
             optimizer_step=self.optimizer_step,
+            verify_checksums=cfg.train.checkpointer.verify_checksums,
         )
 
     def resume_or_load(self, resume: bool = True) -> None:
@@ -48,6 +49,7 @@ class CheckpointAndResume:
         if resume and self.checkpointer.has_checkpoint():
             path = self.checkpointer.get_checkpoint_file()
             extra = self.checkpointer.resume_or_load(path, resume=True)
+            path = self.checkpointer.loaded_path or path  # an older one if the newest is corrupt
             # ``iteration`` is the last completed iteration the checkpoint holds.
             self.start_iter = int(extra.get("iteration", self.iter)) + 1
             if "trainer" not in self.checkpointer.last_load_report.loaded_parts:

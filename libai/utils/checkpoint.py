@@ -53,7 +53,9 @@ from libai.utils.checkpoint_files import (
     finalize_checkpoint,
     keep_last_checkpoints,
     list_checkpoints,
+    newest_verified,
     read_last_checkpoint,
+    set_aside_corrupt,
     verify_checkpoint,
     weights_kind,
 )
@@ -93,6 +95,8 @@ class Checkpointer:
         save_to_disk: whether this process writes files. Defaults to "rank 0 only". Pass
             ``False`` on *every* rank to turn saving off; in a multi-process run only rank 0
             can write, because that is where global tensors are gathered.
+        verify_checksums: compare each file's checksum with the manifest when loading (None:
+            yes, unless ``LIBAI_SKIP_CHECKSUMS=1``); sizes are always compared.
         **checkpointables: named objects with ``state_dict()``/``load_state_dict()``
             (optimizer, scheduler, sampler, hooks, :class:`RNGState`, trainer state). An object
             with ``checkpoint_per_rank = True`` keeps one state per rank (see :class:`RNGState`).
@@ -100,7 +104,7 @@ class Checkpointer:
 
     def __init__(
         self, model: flow.nn.Module, save_dir: str = "", *, save_to_disk: Optional[bool] = None,
-        **checkpointables: Any,
+        verify_checksums: Optional[bool] = None, **checkpointables: Any,
     ) -> None:
         for name, obj in [(MODEL_PART, model), *checkpointables.items()]:
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
@@ -127,6 +131,9 @@ class Checkpointer:
             )
         self._writer = self._enabled and dist.is_main_process()
         self.last_load_report = LoadReport()
+        self.verify_checksums = verify_checksums
+        self.loaded_path = ""  # the checkpoint the last load read (a resume may fall back)
+        self._verified = ""  # verified just now by the resume's choice: not hashed twice
 
     # ----------------------------------------------------------------- saving
     def save(self, name: str, *, tag_last_checkpoint: bool = True, **extra: Any) -> str:
@@ -219,7 +226,8 @@ class Checkpointer:
         kind = self._decide_on_rank0(lambda: detect_format(path))
         if kind == LIBAI_UPSTREAM:
             return self._load_libai_layout(path, checkpointables)
-        manifest = self._decide_on_rank0(lambda: verify_checkpoint(path))
+        checksums = False if path == self._verified else self.verify_checksums
+        manifest = self._decide_on_rank0(lambda: verify_checkpoint(path, checksums))
         report = LoadReport(format=kind)
         names = self._select(checkpointables, manifest, report)
         load_model_state(self.model, self._read_part(path, MODEL_PART), path, report)
@@ -231,6 +239,7 @@ class Checkpointer:
             logger.info("Not loaded from %s: %s", path, ", ".join(report.skipped_parts))
         self.last_load_report = report
         logger.info("Loaded checkpoint %s (%s)", path, ", ".join(report.loaded_parts))
+        self.loaded_path = path
         return dict(self._read_part(path, EXTRA_PART))
 
     def load_weights_only(self, path: str) -> None:
@@ -241,7 +250,7 @@ class Checkpointer:
         weights, or the ``model`` part of a LiBai checkpoint).
         """
         path = self._resolve(path)
-        kind = self._decide_on_rank0(lambda: weights_kind(path))
+        kind = self._decide_on_rank0(lambda: weights_kind(path, self.verify_checksums))
         weights = path if kind == "state_dict" else os.path.join(path, MODEL_PART)
         state = self._read(weights, path)
         report = LoadReport(loaded_parts=[MODEL_PART],
@@ -269,9 +278,29 @@ class Checkpointer:
         return {}
 
     def _resume_target(self) -> str:
+        """The checkpoint to resume from: ``last_checkpoint``'s if it verifies; else, with a
+        warning, the newest that does (the failing one is renamed ``<name>.corrupt``, kept)."""
         if self._writer and os.path.isdir(self.save_dir):
             clean_leftovers(self.save_dir)
-        return self.get_checkpoint_file()
+        last = self.get_checkpoint_file()
+        if not last:
+            return ""
+        try:
+            if detect_format(last) == LIBAI:
+                verify_checkpoint(last, self.verify_checksums)
+        except CheckpointError as error:
+            others = [n for n in list_checkpoints(self.save_dir)
+                      if os.path.join(self.save_dir, n) != last]
+            fallback = newest_verified(self.save_dir, others, self.verify_checksums)
+            if not fallback:
+                raise CheckpointError(f"cannot resume from {self.save_dir}: {error} No other "
+                                      "checkpoint there verifies.") from None
+            kept = set_aside_corrupt(last) if self._writer else last
+            logger.warning("Resuming from %s, not from %s: %s It is kept as %s (not deleted).",
+                           fallback, last, error, kept)
+            last = fallback
+        self._verified = last
+        return last
 
     def _load_libai_layout(self, path: str, checkpointables: Optional[Iterable[str]]) -> Dict[str, Any]:
         """Load a checkpoint written by upstream LiBai's ``Checkpointer`` (see

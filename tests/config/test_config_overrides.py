@@ -13,35 +13,134 @@ def cfg():
     return base
 
 
+# Value spellings whose meaning hydra-core's own parser decides (computed below, not copied):
+# lists of unquoted paths, nested dicts, inf/nan, escapes, quoting, hex, underscores, empty.
+HYDRA_FORMS = [
+    "7", "-3", "1e-4", "0.5", ".5", "1.", "1_000", "True", "false", "null", "inf", "-inf", "nan",
+    "[1, 2]", "[data/train.tsv]", "[data/a.tsv,data/b.tsv]", "[]", "{a: 1, b: [2]}", "{}",
+    "'quoted text'", '"double"', "./output/run 1", "libai.scheduler.WarmupStepLR", "",
+    "a\\,b", "'a,b'", "0x10", "\\[1\\]", "${train.seed}", "  spaced ", "[a, [b, c], {d: e}]",
+]
+
+
+def _hydra_value(text):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_override(f"key={text}").value()
+
+
+def _plain(value):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(value) if isinstance(value, (DictConfig, ListConfig)) else value
+
+
+def _same(a, b):
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    return a == b and type(a) is type(b)
+
+
+@pytest.mark.parametrize("text", HYDRA_FORMS)
+def test_values_are_what_hydras_parser_gives(cfg, text):
+    """Every spelling of LiBai's override grammar gives the value hydra-core's parser gives."""
+    expected = _hydra_value(text)
+    LazyConfig.apply_overrides(cfg, [f"+train.probe={text}"])
+    raw = cfg.train._get_node("probe")._value() if isinstance(expected, str) else cfg.train.probe
+    assert _same(_plain(raw), expected)
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("7", 7),
-        ("-3", -3),
-        ("1e-4", 1e-4),
-        ("0.5", 0.5),
-        ("True", True),
-        ("False", False),
-        ("false", False),
-        ("None", None),
-        ("null", None),
-        ("[1, 2]", [1, 2]),
-        ("(0.9, 0.99)", [0.9, 0.99]),
-        ("{'a': 1, 'b': [2]}", {"a": 1, "b": [2]}),
-        ("'quoted text'", "quoted text"),
-        ("./output/run 1", "./output/run 1"),
-        ("libai.scheduler.WarmupStepLR", "libai.scheduler.WarmupStepLR"),
-        ("", ""),
+        ("(0.9, 0.99)", [0.9, 0.99]),  # Python tuple: hydra refuses it
+        ("(1,)", [1]),
+        ("{'a': 1, 'b': (2, 3)}", {"a": 1, "b": [2, 3]}),  # quoted keys: hydra refuses them
+        ("None", None),  # hydra reads the string 'None'
     ],
 )
-def test_values_are_python_literals_or_strings(cfg, text, expected):
-    LazyConfig.apply_overrides(cfg, [f"train.output_dir={text}"])
-    value = cfg.train.output_dir
-    if isinstance(value, (DictConfig, ListConfig)):
-        from omegaconf import OmegaConf
+def test_libai_extras_hydra_does_not_have(cfg, text, expected):
+    from hydra.errors import HydraException
 
-        value = OmegaConf.to_container(value)
-    assert value == expected and type(value) is type(expected)
+    try:
+        hydra_reads = _hydra_value(text)
+    except HydraException:
+        hydra_reads = "refused"
+    assert hydra_reads != expected  # otherwise this is not an extra
+    LazyConfig.apply_overrides(cfg, [f"+train.probe={text}"])
+    assert _plain(cfg.train.probe) == expected
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("train.output_dir=[a,b", "does not parse in hydra's override grammar"),
+        ("train.output_dir={a: 1", "does not parse"),
+        ("train.output_dir='open", "does not parse"),
+        ("train.load_weight=a=b", r"quote a string that holds .*'='"),
+        ("train.train_iter=1,2", r"sweep syntax .*'train.train_iter=\[1,2\]'"),
+        ("train.train_iter=choice(1,2)", "sweep syntax"),
+        ("train.amp@pkg.enabled=true", "does not parse|@package"),
+    ],
+)
+def test_malformed_values_are_refused_not_taken_as_strings(cfg, bad, message):
+    before = _plain(cfg.train)
+    with pytest.raises(OverrideError, match=message):
+        LazyConfig.apply_overrides(cfg, [bad])
+    assert _plain(cfg.train) == before
+
+
+def test_a_value_may_not_change_a_keys_kind(cfg):
+    cfg.train.paths = ["data/a.tsv"]
+    with pytest.raises(OverrideError) as info:
+        LazyConfig.apply_overrides(cfg, ["train.paths=data/b.tsv"])
+    message = str(info.value)
+    assert "'train.paths' holds a list (['data/a.tsv'])" in message
+    assert "the new value is a str ('data/b.tsv')" in message
+    assert "'train.paths=[data/b.tsv]'" in message
+    with pytest.raises(OverrideError, match=r"holds a config node building pkg.Model .*fields: hidden"):
+        LazyConfig.apply_overrides(cfg, ["model=3"])
+    with pytest.raises(OverrideError, match=r"holds a int \(32\); the new value is a list .*quote it"):
+        LazyConfig.apply_overrides(cfg, ["train.train_micro_batch_size=[1,2]"])
+    with pytest.raises(OverrideError, match=r"holds a config node .* the new value is a list"):
+        LazyConfig.apply_overrides(cfg, ["train.amp=[1]"])
+    # null clears anything, a list replaces a list, ++ changes a kind on purpose, and a '???'
+    # or None value takes any kind
+    LazyConfig.apply_overrides(cfg, ["train.paths=[x,y]", "train.amp=null",
+                                     "++train.train_micro_batch_size=[1,2]", "model.hidden=[3]",
+                                     "train.global_batch_size={a: 1}"])
+    assert _plain(cfg.train.paths) == ["x", "y"] and cfg.train.amp is None
+    assert _plain(cfg.train.train_micro_batch_size) == [1, 2]
+    assert _plain(cfg.model.hidden) == [3] and _plain(cfg.train.global_batch_size) == {"a": 1}
+
+
+def test_a_dict_merges_into_a_node_field_by_field(cfg):
+    LazyConfig.apply_overrides(cfg, ["train.amp={enabled: true}",
+                                     "train.dist={tensor_parallel_size: 2, pipeline_parallel_size: 1}"])
+    assert cfg.train.amp.enabled is True
+    assert cfg.train.dist.tensor_parallel_size == 2 and "data_parallel_size" in cfg.train.dist
+    with pytest.raises(OverrideKeyError, match=r"'train.dist' has no field 'tensor_paralel_size'.*"
+                       r"Did you mean train.dist.tensor_parallel_size"):
+        LazyConfig.apply_overrides(cfg, ["train.dist={tensor_paralel_size: 2}"])
+    with pytest.raises(OverrideError, match="train.amp.enabled' holds a bool"):
+        LazyConfig.apply_overrides(cfg, ["train.amp={enabled: [1]}"])
+
+
+def test_tilde_deletes_a_key(cfg):
+    LazyConfig.apply_overrides(cfg, ["~train.seed"])
+    assert "seed" not in cfg.train
+    with pytest.raises(OverrideKeyError, match="'train.seed' does not exist"):
+        LazyConfig.apply_overrides(cfg, ["~train.seed"])
+    LazyConfig.apply_overrides(cfg, ["~train.log_period=" + str(cfg.train.log_period)])
+    assert "log_period" not in cfg.train
+    with pytest.raises(OverrideError, match=r"not 12345, so it is not deleted"):
+        LazyConfig.apply_overrides(cfg, ["~train.train_iter=12345"])
+    assert "train_iter" in cfg.train
+
+
+def test_double_plus_sets_or_adds(cfg):
+    LazyConfig.apply_overrides(cfg, ["++train.train_iter=9", "++train.brand_new=[a]"])
+    assert cfg.train.train_iter == 9 and _plain(cfg.train.brand_new) == ["a"]
 
 
 def test_overrides_apply_in_order_to_nested_keys_lists_and_nodes(cfg):
@@ -66,8 +165,8 @@ def test_overrides_apply_in_order_to_nested_keys_lists_and_nodes(cfg):
     assert cfg.train.scheduler._target_ == "libai.scheduler.WarmupStepLR"
 
 
-def test_value_containing_equals_sign(cfg):
-    LazyConfig.apply_overrides(cfg, ["train.load_weight=a=b"])
+def test_value_containing_equals_sign_is_quoted(cfg):
+    LazyConfig.apply_overrides(cfg, ["train.load_weight='a=b'"])
     assert cfg.train.load_weight == "a=b"
 
 
