@@ -66,7 +66,9 @@ def format_plan(plan) -> str:
                    f"{format_bytes(plan.device.memory)} (planning uses at most 95% of it)")
     out += [f"  - {line}" for line in plan.advice]
     t = plan.time
-    if t is not None:
+    if t is None:
+        out.append("\n-- time per step: not planned (the model's FLOPs are unknown, see the warnings)")
+    else:
         out.append("\n-- time per step (estimate)")
         out.append(f"  FLOPs per rank {_si(t.flops_per_rank, 'FLOP')}; comm per rank: TP "
                    f"{format_bytes(t.tp_bytes_per_rank)}, PP {format_bytes(t.pp_bytes_per_rank)}, DP "
