@@ -304,9 +304,14 @@ def shape_pass(cfg: Any, shape: ModelShape, facts: data_checks.DataFacts, seq: i
     try:
         names, required, _ = data_checks.forward_arguments(type(shape.module))
         loader = cfg.dataloader.get("train", None) if cfg.get("dataloader", None) is not None else None
-        inputs = tr.sample_inputs(shape.module, names, required, facts.sample_shapes,
-                                  lambda key: _model_setting(cfg.model, key), loader, seq)
-        shape.trace = tr.trace_model(shape.module, inputs, planned, inside)
+        setting = lambda key: _model_setting(cfg.model, key)  # noqa: E731
+        try:
+            inputs = tr.sample_inputs(shape.module, names, required, facts.sample_shapes, setting, loader, seq)
+            shape.trace = tr.trace_model(shape.module, inputs, planned, inside, training=True)
+        except Exception:  # noqa: BLE001 - some models refuse one training sample: evaluation
+            inputs = tr.sample_inputs(shape.module, names, required, facts.sample_shapes, setting, loader,
+                                      seq, labels=False)
+            shape.trace = tr.trace_model(shape.module, inputs, planned, inside, training=False)
     except Exception as exc:  # noqa: BLE001 - the plan goes on with what it could count
         text = " ".join(str(exc).strip().splitlines()[-2:])
         problems.append(Problem("model", (

@@ -75,6 +75,8 @@ def leaf_cost(module: Any, inputs: Sequence[Any], output: Any, training: bool = 
     if weight is not None and weight.ndim == 2 and hasattr(module, "in_features"):
         rows = n_in // max(int(module.in_features), 1)
         return CallCost(2.0 * rows * numel(weight.shape) + bias, [x])
+    if "loss" in name:  # a few operations per score; cross entropy keeps its softmax
+        return CallCost(3.0 * n_in, [], 0.0, float(n_in) if "entropy" in name else 0.0)
     if "embedding" in name:  # a lookup: the ids are kept, no arithmetic
         return CallCost(0.0, [], 8.0 * n_in if "int" in str(x.dtype) else 0.0)
     if "norm" in name:  # mean, variance, normalise, scale, shift

@@ -4,7 +4,8 @@ libai's transformer layers are planned from their sizes alone (:mod:`libai.plan.
 is why a 175B model plans in seconds. Everything else (convolutions, pooling, batch norms, a
 window attention's own products, a user's ``nn.Module``) is planned from what it computes: the
 model built without weights (:mod:`libai.plan.shapes`) runs forward once on one zero-filled
-sample of the run's input shape, in evaluation mode and without autograd, and forward hooks read
+sample of the run's input shape, in training mode with zero labels (evaluation mode without
+labels if the model refuses: a batch norm over one value), without autograd; forward hooks read
 each module's input and output shapes. OneFlow executes lazily, so the pass costs the shapes'
 inference, not the arithmetic (ResNet-50 at 224²: 0.03 s). Matrix products and softmaxes that a
 module's own code makes through ``flow.matmul``/``flow.bmm``/``flow.softmax`` are counted for
@@ -199,22 +200,21 @@ def trace_model(model: Any, inputs: Dict[str, Any], planned: Sequence[str], insi
                 training: bool = True) -> Trace:
     """Run ``model(**inputs)`` (one sample) with hooks; ``planned``: modules planned by size (their
     tokens are read), ``inside``: modules whose whole subtree is planned by size. ``training``:
-    whether dropout will make masks in the run planned."""
+    the modules' mode during the pass."""
     run = _Pass(model, planned, inside)
-    run.training = training
+    run.training = True  # the run planned trains: dropout makes its masks whatever the pass's mode
     hooked = []  # OneFlow 0.9 returns no handles: the hooks are taken out of the dicts after
-    for name, m in model.named_modules():
-        if name:
-            before = (dict(m._forward_pre_hooks), dict(m._forward_hooks))
-            m.register_forward_pre_hook(run.pre(name))
-            m.register_forward_hook(run.post(name))
-            hooked.append((m, before))
+    for name, m in model.named_modules():  # the model itself too (""): its own products
+        before = (dict(m._forward_pre_hooks), dict(m._forward_hooks))
+        m.register_forward_pre_hook(run.pre(name))
+        m.register_forward_hook(run.post(name))
+        hooked.append((m, before))
     saved = [(mod, attr, getattr(mod, attr)) for mod, attr, _ in _PATCHED]
     was_training = model.training
     try:
         for (mod, attr, wrap), (_, _, original) in zip(_PATCHED, saved):
             setattr(mod, attr, getattr(run, wrap)(original))
-        model.eval()
+        model.train(training)  # training: the modules only the loss path runs are counted too
         with flow.no_grad():
             model(**inputs)
     finally:
@@ -266,12 +266,16 @@ def _first_weighted_leaf(model: Any) -> Optional[Any]:
 
 def sample_inputs(model: Any, names: Sequence[str], required: Sequence[str],
                   sample_shapes: Dict[str, Tuple[int, ...]], setting: Any, loader: Any,
-                  seq: int) -> Dict[str, Any]:
-    """One zero-filled sample for each input the pass gives ``forward`` (module docstring).
-    ``setting(key)`` reads the model's config; ``loader`` is the training loader's node. Raises
-    ValueError naming the input whose shape could not be found."""
+                  seq: int, labels: bool = True) -> Dict[str, Any]:
+    """One zero-filled sample for each input the pass gives ``forward`` (module docstring), with
+    class ids for its ``labels`` when ``labels``. ``setting(key)`` reads the model's config;
+    ``loader`` is the training loader's node. Raises ValueError naming the input whose shape
+    could not be found."""
     out: Dict[str, Any] = {}
     for name in names:
+        if "label" in name and labels:  # class ids (a sample's own shape when read)
+            out[name] = flow.zeros((1,) + tuple(sample_shapes.get(name, ())), dtype=flow.int64)
+            continue
         if "label" in name or "mask" in name and name not in sample_shapes:
             continue
         if name in sample_shapes:
