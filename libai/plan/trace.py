@@ -50,6 +50,7 @@ class Trace:
     modules: List[TracedModule] = field(default_factory=list)
     tokens: Dict[str, float] = field(default_factory=dict)  # module name -> tokens per sample
     pairs: Dict[str, float] = field(default_factory=dict)  # attention -> query·key pairs per sample
+    inputs: Dict[str, Tuple[int, ...]] = field(default_factory=dict)  # the sample given forward
 
     @property
     def uncounted(self) -> List[TracedModule]:
@@ -202,6 +203,7 @@ def trace_model(model: Any, inputs: Dict[str, Any], planned: Sequence[str], insi
     tokens are read), ``inside``: modules whose whole subtree is planned by size. ``training``:
     the modules' mode during the pass."""
     run = _Pass(model, planned, inside)
+    run.trace.inputs = {k: tuple(v.shape) for k, v in inputs.items()}
     run.training = True  # the run planned trains: dropout makes its masks whatever the pass's mode
     hooked = []  # OneFlow 0.9 returns no handles: the hooks are taken out of the dicts after
     for name, m in model.named_modules():  # the model itself too (""): its own products
