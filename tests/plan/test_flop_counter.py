@@ -129,6 +129,8 @@ def _forward_flops(path, overrides=()):
     ("configs/resnet50_imagenet.py", 2 * 4.09e9),
     ("configs/alexnet_imagenet_ofrecord.py", 2 * 0.71e9),
     ("configs/vit_imagenet.py", 2 * 17.56e9),
+    # Liu et al. 2021 (Swin Transformer), Table 1: Swin-T at 224², "4.5G FLOPs" (multiply-adds)
+    ("configs/swin_imagenet.py", 2 * 4.5e9),
     # hand-derived: 784·256 + 256·128 + 128·10 = 234,752 multiply-adds = 469,504 FLOPs
     ("projects/MNIST/configs/config.py", 2 * (784 * 256 + 256 * 128 + 128 * 10)),
 ])
