@@ -80,8 +80,9 @@ def leaf_cost(module: Any, inputs: Sequence[Any], output: Any, training: bool = 
     if "embedding" in name:  # a lookup: the ids are kept, no arithmetic
         return CallCost(0.0, [], 8.0 * n_in if "int" in str(x.dtype) else 0.0)
     if "norm" in name:  # mean, variance, normalise, scale, shift
-        # libai's BatchNorm2d is composite: it keeps its input and the centred input
-        return CallCost(5.0 * n_in, [x], 0.0, float(n_in) if "batchnorm" in name else 0.0)
+        # libai's BatchNorm2d is composite (mean, centre, square, scale, shift as separate ops):
+        # measured on OneFlow 0.9's CPU, one call keeps 3.4 × its input in all
+        return CallCost(5.0 * n_in, [x], 0.0, 2.4 * n_in if "batchnorm" in name else 0.0)
     if "pool" in name:
         return _pool(module, name, x, y)
     if "dropout" in name or "droppath" in name or "drop_path" in name:
