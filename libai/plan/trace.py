@@ -228,6 +228,10 @@ def trace_model(model: Any, inputs: Dict[str, Any], planned: Sequence[str], insi
             m._forward_hooks.clear()
             m._forward_hooks.update(post)
         model.train(was_training)
+    for name, m in model.named_modules():  # weights the pass never ran: not counted either
+        if (name and name not in run.by_name and _is_leaf(m) and not _covered(name, planned, inside)
+                and "embedding" not in type(m).__name__.lower() and any(True for _ in m.parameters())):
+            run.record(name).known = False
     return run.trace
 
 

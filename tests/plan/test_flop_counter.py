@@ -89,6 +89,7 @@ class GatedNet(nn.Module):
         self.fc = nn.Linear(784, 16)
         self.gate1, self.gate2 = MyGate(16), MyGate(16)
         self.out = nn.Linear(16, 10)
+        self.spare = nn.Linear(4, 4)  # never run by forward: not counted either
 
     def forward(self, inputs, labels=None):
         logits = self.out(self.gate2(self.gate1(self.fc(inputs.flatten(1)))))
@@ -100,7 +101,7 @@ def test_unknown_modules_are_listed_and_unknown_flops_get_no_time_plan():
     cfg.model = LazyCall(GatedNet)()
     plan = libai.plan(cfg, check_data=False)
     text = "\n".join(map(str, plan.problems))
-    assert "not counted: 2 modules of class MyGate, 12k parameters" in text
+    assert "not counted: 2 modules of class MyGate, 12k parameters; 1 module of class Linear, 20 parameters" in text
     assert plan.time is None and "no time plan" in text  # 12k uncounted weights > the FLOPs counted
     assert "time per step: not planned" in plan.format()
 
