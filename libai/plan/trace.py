@@ -265,7 +265,8 @@ def _find_size(node: Any, depth: int = 0) -> Optional[int]:
 def _first_weighted_leaf(model: Any) -> Optional[Any]:
     for m in model.modules():
         w = getattr(m, "weight", None)
-        if _is_leaf(m) and w is not None and hasattr(w, "ndim") and w.ndim >= 2 and "embedding" not in type(m).__name__.lower():
+        table = "embedding" in type(m).__name__.lower()
+        if _is_leaf(m) and getattr(w, "ndim", 0) >= 2 and not table:
             return m
     return None
 
