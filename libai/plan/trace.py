@@ -283,8 +283,8 @@ def sample_inputs(model: Any, names: Sequence[str], required: Sequence[str],
         if "label" in name and labels:  # class ids (a sample's own shape when read)
             out[name] = flow.zeros((1,) + tuple(sample_shapes.get(name, ())), dtype=flow.int64)
             continue
-        if "label" in name or "mask" in name and name not in sample_shapes:
-            continue
+        if "label" in name or ("mask" in name and name not in sample_shapes):
+            continue  # no labels in an evaluation pass; a mask only when the samples carry one
         if name in sample_shapes:
             shape = tuple(sample_shapes[name])
             ids = "ids" in name or "token" in name
