@@ -69,9 +69,18 @@ CASES: Dict[str, Any] = {
     "llama_lora": ("configs/llama_lora_finetune.py", [
         "model.model.cfg.hidden_layers=4", "model.model.cfg.max_position_embeddings=256",
         "model.base_weights=None"], 8, 256),
+    # CNNs and a user's model: planned through the shape pass (libai.plan.trace); the image size
+    # is the loader's (ResNet, AlexNet) or the model's (Swin), the MNIST model's from its first layer
+    "resnet": ("configs/resnet50_imagenet.py", ["dataloader.train.dataset.0.transform.size=64",
+                                                "train.amp.enabled=False"], 16, None),
+    "alexnet": ("configs/alexnet_imagenet_ofrecord.py", ["dataloader.train.dataset.0.transform.size=128",
+                                                         "model.hidden_size=1024"], 32, None),
+    "swin": ("configs/swin_cifar100.py", [], 32, None),
+    "mnist": ("projects/MNIST/configs/config.py", [], 4096, None),
 }
-# models a recipe does not carry: the case's config takes this model node (module, function)
-MODEL_NODES = {"llama": ("configs.common.models.llama", "llama_tiny")}
+# models a recipe does not carry: the case's config takes this model node (module, function or node)
+MODEL_NODES = {"llama": ("configs.common.models.llama", "llama_tiny"),
+               "swin": ("configs.common.models.swin", "model")}  # the small CPU Swin, 32² images
 COMMON = ["train.amp.enabled=False", "train.activation_checkpoint.enabled=False", "graph.enabled=False",
           "train.num_accumulation_steps=None", "train.global_batch_size=None"]
 
@@ -90,8 +99,11 @@ def load_case(name: str, extra: List[str] = ()):
     if name in MODEL_NODES:
         import importlib
 
+        import copy
+
         module, function = MODEL_NODES[name]
-        cfg.model = getattr(importlib.import_module(module), function)()
+        node = getattr(importlib.import_module(module), function)
+        cfg.model = copy.deepcopy(node) if hasattr(node, "keys") else node()
     return cfg, list(overrides) + COMMON + [f"train.train_micro_batch_size={batch}"] + list(extra), batch, seq
 
 
@@ -105,7 +117,7 @@ def synthetic_batch(model: Any, batch: int, seq: int, shape: Any) -> Dict[str, A
     vocab = next((m.dims["vocab"] for m in shape.of_kind("embedding")), 2)
     out: Dict[str, Any] = {}
     for name in names:
-        if name == "labels" and "images" in names:
+        if name == "labels" and ("images" in names or "inputs" in names):
             continue
         if name in ("input_ids", "encoder_input_ids", "decoder_input_ids", "labels", "lm_labels") and seq:
             out[name] = flow.randint(0, vocab, (batch, seq), dtype=flow.int64)
@@ -119,6 +131,11 @@ def synthetic_batch(model: Any, batch: int, seq: int, shape: Any) -> Dict[str, A
             out[name] = flow.randint(0, 2, (batch,), dtype=flow.int64)
         elif name == "loss_mask":
             out[name] = flow.ones(batch, seq, dtype=flow.float32)
+        elif shape.trace is not None and name in shape.trace.inputs and "label" not in name:
+            # the sample the shape pass gave forward (images, a user model's inputs)
+            out[name] = flow.randn(batch, *shape.trace.inputs[name][1:])
+            classes = [m.out_features for m in model.modules() if hasattr(m, "out_features")][-1]
+            out["labels"] = flow.randint(0, int(classes), (batch,), dtype=flow.int64)
         elif name == "images":
             img = int(model.patch_embed.img_size[0]) if hasattr(model.patch_embed, "img_size") else 224
             out[name] = flow.randn(batch, 3, img, img)

@@ -3,9 +3,11 @@
 ``libai.plan(cfg, world_size=1024, device_memory="80GiB")`` returns a :class:`Plan`;
 ``python tools/train_net.py --config-file CFG --dry-run`` prints the same plan (see
 docs/preflight.md). Modules, one job each: ``shapes`` (the model built without weights),
-``config_checks``/``layout_checks``/``data_checks`` (validation), ``costs`` (per-layer
-arithmetic), ``memory``, ``timing``, ``placement``, ``advice``, ``search`` (``--suggest``),
-``hardware`` (device figures), ``report`` (text), ``cli`` (the ``--dry-run`` entry point).
+``config_checks``/``layout_checks``/``data_checks`` (validation), ``trace`` (the shape pass: one
+sample through the model for convolutions and a user's own modules), ``module_costs`` (what one
+call of a module computes and keeps), ``costs`` (per-layer arithmetic), ``memory``, ``timing``,
+``placement``, ``advice``, ``search`` (``--suggest``), ``hardware`` (device figures), ``report``
+(text), ``cli`` (the ``--dry-run`` entry point).
 """
 from libai.plan.core import Plan, plan
 from libai.plan.hardware import DEVICE_PRESETS, Device

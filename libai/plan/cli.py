@@ -34,7 +34,10 @@ def run_dry_run(args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
     result = plan_from_args(args)
     print(result.format(), file=out)
     summary: Any = result.as_dict()
-    if args.suggest and result.run is not None and result.model is not None:
+    if args.suggest and result.run is not None and result.model is not None and result.time is None:
+        print("\n-- no layouts ranked: they are ranked by step time, and this model has no time "
+              "plan (see the warnings)", file=out)
+    elif args.suggest and result.run is not None and result.model is not None:
         ranked = suggest(result.model, result.costs, result.run, result.device, result.world_size,
                          MEMORY_HEADROOM, top=args.top)
         print("\n" + format_suggestions(ranked, result.device.memory * MEMORY_HEADROOM), file=out)

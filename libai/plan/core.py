@@ -18,7 +18,7 @@ from libai.plan.placement import ParamGroup, parameter_groups
 from libai.plan.problems import PlanProblems, Problem
 from libai.plan.run_shape import RunShape, optimizer_slots
 from libai.plan.shapes import ModelShape, build_model_shape
-from libai.plan.timing import TimePlan, time_plan
+from libai.plan.timing import TimePlan, forward_flops_per_sample, time_plan
 
 __all__ = ["Plan", "plan", "device_from_options", "MEMORY_HEADROOM"]
 
@@ -257,14 +257,84 @@ def _fill(result: Plan, cfg: Any, shape: ModelShape, run: RunShape, num_layers: 
     if composite:  # the all-reduce fusion buffer is NCCL's: off CUDA gradients reduce in place
         run = run.with_(fusion_buffer_bytes=0.0)
     result.run = run
+    shape_pass(cfg, shape, facts, run.seq, result.problems)
     result.costs = layer_costs(shape, num_layers, composite)
     result.tied_embedding_bytes = shape.tied_embedding_bytes
     result.groups = parameter_groups(shape.params, run)
     result.memory = memory_plan(result.costs, run, shape.buffer_bytes, result.tied_embedding_bytes)
-    result.time = time_plan(result.costs, run, result.device)
+    result.time = _time(result, shape, run)
     if result.fits is False:
         result.advice = advise(result.costs, run, result.device, shape.buffer_bytes,
                                result.tied_embedding_bytes, MEMORY_HEADROOM)
+
+
+def _time(result: Plan, shape: ModelShape, run: RunShape) -> Optional[TimePlan]:
+    """The time plan, or none (said so) when the model's FLOPs are unknown: nothing counted, or
+    fewer than 2 per dense parameter per sample (every weight outside embeddings takes part in
+    at least one multiply-add per sample), which means modules were not counted."""
+    uncounted = shape.trace.uncounted_summary() if shape.trace is not None else ""
+    if uncounted:
+        result.problems.append(Problem("model", (
+            f"not counted: {uncounted} (the FLOPs and activations of modules no rule knows are "
+            "missing from the plan; libai.plan.module_costs lists the rules)"), "warning"))
+    per_sample = forward_flops_per_sample(result.costs, run.seq)
+    floor = 2.0 * dense_params(shape)
+    if per_sample <= 0 or per_sample < floor:
+        result.problems.append(Problem("model", (
+            f"no time plan: the model's FLOPs are unknown ({per_sample:.3g} counted per sample "
+            f"for {dense_params(shape):,} parameters outside embeddings"
+            f"{'; not counted: ' + uncounted if uncounted else ''})"), "warning"))
+        return None
+    return time_plan(result.costs, run, result.device, uncounted, floor)
+
+
+def shape_pass(cfg: Any, shape: ModelShape, facts: data_checks.DataFacts, seq: int,
+               problems: List[Problem]) -> None:
+    """Run :mod:`libai.plan.trace` when the model has modules libai's layer rules do not plan
+    (convolutions, pooling, a user's modules) and give each libai module the share of the
+    planned tokens it saw. A pass that fails is a warning: those modules stay uncounted."""
+    from libai.plan import trace as tr
+
+    if shape.module is None or shape.trace is not None:
+        return
+    planned = [m.name for m in shape.modules if m.kind != "block"]
+    inside = [m.name for m in shape.modules if m.kind in ("attention", "mlp", "logits", "embedding", "block")]
+    if not tr.needs_trace(shape.module, planned, inside):
+        return
+    try:
+        names, required, _ = data_checks.forward_arguments(type(shape.module))
+        loader = cfg.dataloader.get("train", None) if cfg.get("dataloader", None) is not None else None
+        setting = lambda key: _model_setting(cfg.model, key)  # noqa: E731
+        try:
+            inputs = tr.sample_inputs(shape.module, names, required, facts.sample_shapes, setting, loader, seq)
+            shape.trace = tr.trace_model(shape.module, inputs, planned, inside, training=True)
+        except Exception:  # noqa: BLE001 - some models refuse one training sample: evaluation
+            inputs = tr.sample_inputs(shape.module, names, required, facts.sample_shapes, setting, loader,
+                                      seq, labels=False)
+            shape.trace = tr.trace_model(shape.module, inputs, planned, inside, training=False)
+    except Exception as exc:  # noqa: BLE001 - the plan goes on with what it could count
+        text = " ".join(str(exc).strip().splitlines()[-2:])
+        problems.append(Problem("model", (
+            f"the shape pass (one sample through the model, libai.plan.trace) failed: "
+            f"{type(exc).__name__}: {text}; convolutions, pooling and the model's own modules are "
+            "not counted"), "warning"))
+        return
+    for m in shape.modules:
+        if m.name in shape.trace.tokens:
+            m.dims["token_share"] = shape.trace.tokens[m.name] / max(seq, 1)
+        if m.kind == "attention" and m.name in shape.trace.pairs:
+            m.dims["pair_share"] = shape.trace.pairs[m.name] / max(seq, 1) ** 2
+
+
+def dense_params(shape: ModelShape) -> int:
+    """Parameters outside embedding tables (lookups, which compute nothing)."""
+    tables = [m.name for m in shape.of_kind("embedding")]
+    if shape.module is not None:
+        tables += [n for n, mod in shape.module.named_modules() if "embedding" in type(mod).__name__.lower()
+                   and hasattr(mod, "weight") and getattr(mod.weight, "ndim", 0) == 2]
+    vocabs = {m.dims["vocab"] for m in shape.of_kind("logits")}
+    return sum(p.numel for p in shape.params if not any(p.name.startswith(t + ".") for t in tables)
+               and not (p.split_axis == 0 and len(p.shape) == 2 and p.shape[0] in vocabs))
 
 
 def _build_shape(cfg: Any, problems: List[Problem]) -> Optional[ModelShape]:

@@ -62,6 +62,8 @@ class Activation:
     score_1: float = 0.0
     split_4_tp: float = 0.0  # fp32 elements per token kept only when tensor parallel, split
     rep_e_tp: float = 0.0  # elements per token kept only when tensor parallel, replicated
+    sample_e: float = 0.0  # elements per sample (modules counted by the shape pass), replicated
+    sample_1: float = 0.0  # bytes per sample (their masks, indices), replicated
 
     def bytes(self, batch: int, seq: int, elem: int, tp: int) -> float:
         """Bytes one tensor-parallel rank keeps for ``batch`` samples of ``seq`` tokens."""
@@ -69,11 +71,15 @@ class Activation:
                      + 4 * self.split_4 / tp
                      + ((4 * self.split_4_tp / tp + elem * self.rep_e_tp) if tp > 1 else 0.0))
         scores = (elem * self.score_e + self.score_1) / tp
-        return batch * seq * per_token + batch * seq * seq * scores
+        per_sample = elem * self.sample_e + self.sample_1
+        return batch * seq * per_token + batch * seq * seq * scores + batch * per_sample
 
-    def add(self, other: "Activation") -> None:
+    def add(self, other: "Activation", tokens: float = 1.0, pairs: float = 1.0) -> None:
+        """Add ``other``, its per-token terms × ``tokens`` and its score terms × ``pairs`` (the
+        share of the planned tokens and query·key pairs a module saw in the shape pass)."""
         for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            k = pairs if name.startswith("score") else 1.0 if name.startswith("sample") else tokens
+            setattr(self, name, getattr(self, name) + k * getattr(other, name))
 
 
 @dataclass
@@ -96,6 +102,8 @@ class LayerCost:
     block_flops_split: float = 0.0
     block_flops_score: float = 0.0
     flops_head: float = 0.0  # forward FLOPs per token of the LM head (never recomputed), split
+    flops_sample: float = 0.0  # forward FLOPs per sample of modules the shape pass counted
+    block_flops_sample: float = 0.0  # the part of it inside blocks (recomputed)
     flops_score: float = 0.0  # forward FLOPs per token and key (attention), split
     logits_transient: float = 0.0  # fp32 elements per token of the logits' gradient, split
     logits_transient_tp: float = 0.0  # more of them when tensor parallel (split vocabulary)
@@ -190,40 +198,48 @@ def layer_costs(shape: ModelShape, num_layers: int, composite: bool = False) -> 
     inner = [m.name for m in shape.modules if m.kind in ("attention", "mlp", "logits")]
     for m in shape.modules:
         _add_module(at(m.layer_idx), m, _within(m.name, blocks), _within(m.name, inner), composite)
+    for t in (shape.trace.modules if shape.trace is not None else []):
+        c, in_block = at(t.layer_idx), _within(t.name, blocks)
+        c.flops_sample += t.flops
+        c.block_flops_sample += t.flops if in_block else 0.0
+        (c.block if in_block else c.other).add(Activation(sample_e=t.kept_e, sample_1=t.kept_1))
     return costs
 
 
 def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, composite: bool) -> None:
     act = c.block if in_block else c.other
     d = m.dims
+    # the share of the planned tokens (and query·key pairs) this module saw in the shape pass:
+    # 1 unless the pass ran (Swin's later stages, a classifier head reading one token)
+    t, q = float(d.get("token_share", 1.0)), float(d.get("pair_share", 1.0))
     if m.kind == "attention":
-        act.add(_attention(d, composite))
-        c.flops_score += 4 * d["heads"] * d["head_size"]
-        c.block_flops_score += 4 * d["heads"] * d["head_size"] if in_block else 0
+        act.add(_attention(d, composite), t, q)
+        c.flops_score += 4 * d["heads"] * d["head_size"] * q
+        c.block_flops_score += 4 * d["heads"] * d["head_size"] * q if in_block else 0
         c.tp_allreduce_e += d["hidden"]
-        c.work_score = max(c.work_score, d["heads"])
+        c.work_score = max(c.work_score, d["heads"] * q)
         if d.get("masked", True) and not d.get("fused_softmax"):  # scale -> masked_fill -> softmax
-            c.work_mask = max(c.work_mask, d["heads"])
+            c.work_mask = max(c.work_mask, d["heads"] * q)
     elif m.kind == "mlp":
-        c.work_split = max(c.work_split, d["ffn"])
-        act.add(_mlp(d))
+        c.work_split = max(c.work_split, d["ffn"] * t)
+        act.add(_mlp(d), t)
         c.tp_allreduce_e += d["hidden"]
     elif m.kind == "norm":
-        act.add(_norm(d, composite))
+        act.add(_norm(d, composite), t)
     elif m.kind == "embedding":
-        act.add(Activation(rep_1=8 + 1 * d["hidden"]))
+        act.add(Activation(rep_1=8 + 1 * d["hidden"]), t)
         c.tp_allreduce_e += d["hidden"]
     elif m.kind == "logits":  # a head that is a Linear counts its input and FLOPs as one
         linear = bool(d.get("head_linear"))
         # the vocabulary-parallel cross entropy (measured, OneFlow 0.9) holds three more fp32
         # copies of the local logits in the forward and one more in the backward
         act.add(Activation(rep_e=0 if linear else d["hidden"], split_e=d["vocab"], split_4=d["vocab"],
-                           split_4_tp=3 * d["vocab"]))
-        c.logits_transient += d["vocab"]
-        c.logits_transient_tp += d["vocab"]
-        c.flops_head += 0 if linear else 2 * d["vocab"] * d["hidden"]
+                           split_4_tp=3 * d["vocab"]), t)
+        c.logits_transient += d["vocab"] * t
+        c.logits_transient_tp += d["vocab"] * t
+        c.flops_head += 0 if linear else 2 * d["vocab"] * d["hidden"] * t
     elif m.kind == "linear":
-        flops = 2 * d["inp"] * d["out"]
+        flops = 2 * d["inp"] * d["out"] * t
         if d["parallel"] == "data":
             c.flops_rep += flops
             c.block_flops_rep += flops if in_block else 0
@@ -231,5 +247,4 @@ def _add_module(c: LayerCost, m: ModuleInfo, in_block: bool, in_inner: bool, com
             c.flops_split += flops
             c.block_flops_split += flops if in_block else 0
         if not in_inner:
-            act.add(Activation(rep_e=d["inp"]) if d["parallel"] != "row" else Activation(split_e=d["inp"]))
-
+            act.add(Activation(rep_e=d["inp"]) if d["parallel"] != "row" else Activation(split_e=d["inp"]), t)

@@ -20,6 +20,13 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.2f} {unit}"
 
 
+def _seconds(x: float) -> str:
+    """``29.093 s``; under 0.1 s in ms or µs, so a small model's step does not print as 0."""
+    if x >= 0.1 or x == 0:
+        return f"{x:.3f} s"
+    return f"{x * 1e3:.3f} ms" if x >= 1e-4 else f"{x * 1e6:.3f} µs"
+
+
 def format_plan(plan) -> str:
     """Problems, placement, memory, time and advice, in that order."""
     out: List[str] = []
@@ -66,13 +73,15 @@ def format_plan(plan) -> str:
                    f"{format_bytes(plan.device.memory)} (planning uses at most 95% of it)")
     out += [f"  - {line}" for line in plan.advice]
     t = plan.time
-    if t is not None:
+    if t is None:
+        out.append("\n-- time per step: not planned (the model's FLOPs are unknown, see the warnings)")
+    else:
         out.append("\n-- time per step (estimate)")
         out.append(f"  FLOPs per rank {_si(t.flops_per_rank, 'FLOP')}; comm per rank: TP "
                    f"{format_bytes(t.tp_bytes_per_rank)}, PP {format_bytes(t.pp_bytes_per_rank)}, DP "
                    f"{format_bytes(t.dp_bytes_per_rank)}; pipeline bubble {t.bubble_fraction:.1%}")
-        out.append(f"  compute {t.compute_seconds:.3f} s + TP {t.tp_seconds:.3f} s, × (1 + bubble), "
-                   f"+ PP {t.pp_seconds:.3f} s + DP {t.dp_seconds:.3f} s = {t.step_seconds:.3f} s per step")
+        out.append(f"  compute {_seconds(t.compute_seconds)} + TP {_seconds(t.tp_seconds)}, × (1 + bubble), "
+                   f"+ PP {_seconds(t.pp_seconds)} + DP {_seconds(t.dp_seconds)} = {_seconds(t.step_seconds)} per step")
         out.append(f"  {t.samples_per_second:,.1f} samples/s, {t.tokens_per_second:,.0f} tokens/s, "
                    f"{_si(t.flops_per_device, 'FLOP/s')} per device")
     return "\n".join(out)
@@ -96,8 +105,8 @@ def format_suggestions(candidates, limit_bytes: float) -> str:
         rows.append([str(i), f"{r.dp}×{r.tp}×{r.pp}", str(r.micro_batch), str(r.accumulation),
                      "on" if r.checkpointing else "off", str(r.zero_stage) if r.zero_stage else "off",
                      format_bytes(c.peak_bytes), "yes" if c.fits else "no",
-                     f"{c.time.bubble_fraction:.1%}", f"{c.time.step_seconds:.3f}",
+                     f"{c.time.bubble_fraction:.1%}", _seconds(c.time.step_seconds),
                      f"{c.time.samples_per_second:,.1f}"])
     head = f"-- layouts ranked by estimated step time (memory limit {format_bytes(limit_bytes)})"
     return head + "\n" + _table(rows, ["#", "DP×TP×PP", "micro", "acc", "ckpt", "ZeRO", "peak/rank",
-                                       "fits", "bubble", "step s", "samples/s"])
+                                       "fits", "bubble", "step", "samples/s"])

@@ -67,6 +67,8 @@ class ModelShape:
     buffer_bytes: int  # registered buffers (masks, tables): replicated on their stage
     num_layers: int  # layer indices the model uses (max index + 1)
     training_params: int = 0
+    module: Any = field(default=None, repr=False, compare=False)  # the model built with stand-ins
+    trace: Any = field(default=None, repr=False, compare=False)  # libai.plan.trace.Trace, if run
 
     @property
     def num_params(self) -> int:
@@ -127,7 +129,7 @@ def build_model_shape(model_cfg: Any) -> ModelShape:
         else:  # a plain oneflow.nn parameter: real, replicated, on the first stage
             params.append(ParamInfo(name, tuple(p.shape), p.element_size(), None, 0, p.requires_grad))
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
-    return ModelShape(type(model).__name__, params, modules, int(buffers), max_idx + 1)
+    return ModelShape(type(model).__name__, params, modules, int(buffers), max_idx + 1, module=model)
 
 
 def _describe_modules(model: flow.nn.Module) -> List[ModuleInfo]:

@@ -5,7 +5,8 @@ Model, per step (``m`` micro-batches of ``b`` samples of ``s`` tokens per data-p
 
 - FLOPs: forward = 2 × in × out per token for each matmul (divided over TP where split),
   4 × heads × head_size per token and key for attention, 2 × hidden × vocab per token for the
-  LM head; training = 3 × forward, plus one more forward of every block with activation
+  LM head, and per sample what the shape pass counted (:mod:`libai.plan.trace`: convolutions,
+  pooling, norms, a user's modules); training = 3 × forward, plus one more forward of every block with activation
   checkpointing. The slowest stage sets the pace.
 - Tensor parallel: two all-reduces of ``b·s·hidden`` per block forward (attention and MLP
   outputs, plus the embedding's), as many backward, one more forward with recomputation;
@@ -57,10 +58,12 @@ def _stage_flops(layers: Sequence[LayerCost], run: RunShape) -> float:
     s, tp = run.seq, run.tp
     total = 0.0
     for c in layers:
-        fwd = (c.flops_rep + c.flops_split / tp) * s + c.flops_score * s * s / tp + c.flops_head * s / tp
+        fwd = ((c.flops_rep + c.flops_split / tp) * s + c.flops_score * s * s / tp + c.flops_head * s / tp
+               + c.flops_sample)
         extra = 0.0
         if run.checkpointing:
-            extra = (c.block_flops_rep + c.block_flops_split / tp) * s + c.block_flops_score * s * s / tp
+            extra = ((c.block_flops_rep + c.block_flops_split / tp) * s + c.block_flops_score * s * s / tp
+                     + c.block_flops_sample)
         total += 3 * fwd + extra
     return total * run.micro_batch * run.accumulation
 
@@ -76,8 +79,20 @@ def _ring(bytes_: float, n: int) -> float:
     return 2.0 * (n - 1) / n * bytes_ if n > 1 else 0.0
 
 
-def time_plan(costs: Sequence[LayerCost], run: RunShape, device: Device) -> TimePlan:
-    """The time plan of ``run`` on ``device`` (module docstring)."""
+def forward_flops_per_sample(costs: Sequence[LayerCost], seq: int) -> float:
+    """Forward FLOPs of one sample of ``seq`` tokens, whole model."""
+    return sum((c.flops_rep + c.flops_split + c.flops_head) * seq + c.flops_score * seq * seq
+               + c.flops_sample for c in costs)
+
+
+def time_plan(costs: Sequence[LayerCost], run: RunShape, device: Device, uncounted: str = "",
+              min_flops_per_sample: float = 0.0) -> TimePlan:
+    """The time plan of ``run`` on ``device`` (module docstring).
+
+    The caller plans no time for a model whose FLOPs are unknown. A zero step, or a throughput
+    whose least possible work (``min_flops_per_sample`` forward, × 3 for training) would need
+    more than the devices' peak, is a bug of the FLOP counter: the assertion names the modules
+    not counted (``uncounted``)."""
     b, s, e, m = run.micro_batch, run.seq, run.elem, run.accumulation
     stage_flops = [_stage_flops([costs[i] for i in run.layers_of_stage(st)], run) for st in range(run.pp)]
     slowest = max(range(run.pp), key=lambda st: stage_flops[st])
@@ -97,6 +112,11 @@ def time_plan(costs: Sequence[LayerCost], run: RunShape, device: Device) -> Time
     bubble = (run.pp - 1) / m
     step = (compute + tp_s) * (1 + bubble) + pp_s + dp_s
     model_flops = sum(stage_flops) * run.tp * run.dp
+    least = max(model_flops, 3.0 * min_flops_per_sample * run.global_batch)
+    assert step > 0 and least / step / run.world_size <= device.flops(run.amp) * (1 + 1e-9), (
+        f"a step of {step:.3g} s for at least {least:.3g} FLOPs on {run.world_size} device(s) "
+        f"needs more than the device's peak: modules were not counted "
+        f"({uncounted or 'none listed: a rule of libai.plan.module_costs undercounts'})")
     return TimePlan(
         flops_per_rank=stage_flops[slowest], model_flops=model_flops,
         tp_bytes_per_rank=tp_bytes, pp_bytes_per_rank=pp_bytes, dp_bytes_per_rank=dp_bytes,

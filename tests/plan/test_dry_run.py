@@ -4,6 +4,7 @@ import glob
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -17,7 +18,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIGS = os.path.join(REPO, "configs")
 GPT3 = os.path.join(CONFIGS, "gpt3_175b_pretrain.py")
 
-ALL_CONFIGS = sorted(glob.glob(os.path.join(CONFIGS, "*.py")) + glob.glob(os.path.join(CONFIGS, "examples", "*.py")))
+PROJECTS = os.path.join(REPO, "projects")
+
+
+def _training_configs():
+    """Every config of configs/ and projects/*/configs/ that defines a run (``train``); a file
+    that only holds pieces its siblings import (projects/text_classification/configs/bert_tiny.py)
+    is not a config to launch."""
+    found = sorted(glob.glob(os.path.join(CONFIGS, "*.py")) + glob.glob(os.path.join(CONFIGS, "examples", "*.py"))
+                   + glob.glob(os.path.join(PROJECTS, "*", "configs", "*.py"))
+                   + glob.glob(os.path.join(PROJECTS, "*", "configs", "*.yaml")))
+    return [p for p in found if "train" in LazyConfig.load(p)]
+
+
+ALL_CONFIGS = _training_configs()
 
 
 def dry_run(*argv):
@@ -26,11 +40,28 @@ def dry_run(*argv):
     return run_dry_run(args, out), out.getvalue()
 
 
-@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: os.path.relpath(p, CONFIGS))
+def test_every_config_is_found():
+    names = {os.path.relpath(p, REPO) for p in ALL_CONFIGS}
+    assert {"configs/resnet50_imagenet.py", "projects/MNIST/configs/config.py",
+            "projects/registry_style/configs/digits.yaml"} <= names
+    assert "projects/text_classification/configs/bert_tiny.py" not in names  # pieces, no run
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: os.path.relpath(p, REPO))
 def test_dry_run_of_every_config_passes(path):
+    """Each config plans with exit 0, a time plan within the device's peak (the planner asserts
+    it), and ranks layouts for 8 devices; one process for all of them."""
     status, text = dry_run("--config-file", path, "--dry-run")
     assert status == 0, text
-    assert "0 error(s)" in text and "fits in 80.00 GiB" in text and "per step" in text
+    assert "0 error(s)" in text and "fits in 80.00 GiB" in text, text
+    assert re.search(r"= [0-9.]+ (s|ms|µs) per step", text), text
+    assert "not counted" not in text, text
+    status, text = dry_run("--config-file", path, "--dry-run", "--suggest", "--world-size", "8")
+    if path == GPT3:  # its layout is TP 8 × PP 8, and 175B parameters need far more than 8 devices
+        assert status == 1 and "world size 8 is not divisible by tensor_parallel_size (8)" in text
+        return
+    assert status == 0, text
+    assert "layouts ranked by estimated step time" in text and "| 1 " in text
 
 
 def test_gpt3_175b_is_planned_here_without_its_memory():
