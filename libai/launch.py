@@ -356,7 +356,8 @@ class Launch:
             if status == 0 or self.stopping or self.supervisor.failed is None:
                 return status
             if os.path.exists(self.run_file + ".join"):  # a rank gave up waiting for the others
-                return status
+                _say("libai.launch: a rank gave up waiting for the others to join (above); not restarting")
+                return _join.JOIN_TIMEOUT_STATUS
             if not self.args.max_restarts:
                 return status
             failure = self.failure()
