@@ -50,7 +50,8 @@ from typing import IO, Any, Deque, Dict, List, Optional, Sequence
 from libai import _join
 from libai import launch_restart as restart
 
-__all__ = ["FORWARDED_SIGNALS", "KILL_GRACE_SECONDS", "main", "parse_args", "rank_environment", "rank_command"]
+__all__ = ["FORWARDED_SIGNALS", "KILL_GRACE_SECONDS", "Launch", "main", "parse_args", "rank_environment",
+           "rank_command"]
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 KILL_GRACE_SECONDS = 5.0
@@ -313,7 +314,8 @@ class Launch:
         self.policy = restart.RestartPolicy(args.max_restarts)
         self.run_file = os.path.join(state_dir, "run.json")
         self.supervisor = Supervisor(Ranks([]))
-        self.stopping = 0  # signals received between attempts
+        self.tails: List[Deque[bytes]] = []  # the last output lines of each rank of this attempt
+        self.stopping = 0  # signals received, in an attempt or between two
 
     def on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
         self.stopping += 1
@@ -322,7 +324,7 @@ class Launch:
     def attempt(self, number: int) -> int:
         """Run attempt ``number`` (0 first) to its end; returns its exit status."""
         self.supervisor = Supervisor(Ranks([]))
-        self.tails: List[Deque[bytes]] = []
+        self.tails = []
         files: List[IO] = []
         try:
             start_ranks(self.args, self.supervisor.ranks, files, resume=number > 0,
