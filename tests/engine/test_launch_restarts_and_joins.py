@@ -152,3 +152,21 @@ def test_the_same_failure_twice_is_deterministic_and_progress_is_not():
     assert "no restarts left (--max-restarts 0)" in spent.verdict(_failure(1, None, None))
     unknown = RestartPolicy(max_restarts=3)  # where a run was is unknown: not called deterministic
     assert unknown.verdict(_failure(1, None, None)) is None and unknown.verdict(_failure(1, None, None)) is None
+
+
+def test_the_flags_their_environment_variables_and_bad_values(monkeypatch):
+    from libai._join import join_timeout
+    from libai.launch import parse_args, rank_command, rank_environment
+
+    args = parse_args(["--nnodes", "2", "--nproc_per_node", "4", "train.py", "--config-file", "c.py", "a=1"])
+    assert (args.max_restarts, args.join_timeout) == (0, 600.0)
+    assert rank_command(args, resume=True)[-4:] == ["--resume", "--config-file", "c.py", "a=1"]
+    env = rank_environment(args, 1, base={})
+    assert (env["LIBAI_JOIN_TIMEOUT"], env["LIBAI_NNODES"], env["LIBAI_NPROC_PER_NODE"]) == ("600", "2", "4")
+    monkeypatch.setenv("LIBAI_MAX_RESTARTS", "3")
+    monkeypatch.setenv("LIBAI_JOIN_TIMEOUT", "90")
+    args = parse_args(["train.py"])
+    assert (args.max_restarts, args.join_timeout) == (3, 90.0)
+    assert parse_args(["--max-restarts", "1", "--join_timeout", "5", "train.py"]).max_restarts == 1
+    with pytest.raises(ValueError, match=r"LIBAI_JOIN_TIMEOUT='soon' must be a number of seconds"):
+        join_timeout({"LIBAI_JOIN_TIMEOUT": "soon"})
