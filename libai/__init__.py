@@ -16,12 +16,15 @@ uses OneFlow's own CPU kernels instead of oneDNN's for broadcasting arithmetic
 (:func:`libai._runtime.choose_cpu_elementwise_kernels`): several broadcast patterns fall back to
 oneDNN's reference loop, 10-100x slower.
 In a launched rank it asks for SIGTERM when the launcher dies (see
-:func:`libai._runtime.stop_with_launcher`), so ranks never train on as orphans.
+:func:`libai._runtime.stop_with_launcher`), so ranks never train on as orphans, and it watches
+OneFlow's rendezvous: a rank whose peers do not all arrive says what it waits for and gives up
+after a join timeout (:mod:`libai._join`).
 """
 from libai._runtime import (
     align_local_rank, choose_blas_kernels, choose_cpu_elementwise_kernels, choose_vm_threading,
-    preload_cuda_libraries, route_matrix_products, stop_with_launcher, wait_for_rank0,
+    preload_cuda_libraries, route_matrix_products, stop_with_launcher,
 )
+from libai._join import check_launch, wait_for_master, watch_rendezvous
 
 choose_blas_kernels()
 route_matrix_products()
@@ -29,7 +32,9 @@ choose_vm_threading()
 choose_cpu_elementwise_kernels()
 align_local_rank()
 stop_with_launcher()
-wait_for_rank0()
+check_launch()
+wait_for_master()
+watch_rendezvous()
 preload_cuda_libraries()
 
 __version__ = "0.1.0"

@@ -23,20 +23,35 @@ What this launcher adds, and why:
   ``prctl`` through ctypes): if the launcher dies, even by SIGKILL, the kernel kills its ranks.
   Whatever ends the launcher otherwise, it kills what is left of each rank's process group
   (the rank and its data-loader workers) on the way out.
+* **Automatic restarts.** With ``--max-restarts N`` (or ``LIBAI_MAX_RESTARTS=N``), a rank that
+  exits abnormally ends the attempt as above, then every rank starts again with ``--resume``
+  (placed first among the training script's arguments) from the newest complete checkpoint,
+  after a short back-off, at most N times; each restart is logged in the run's
+  ``restarts.log``. A failure at the same place twice in a row is deterministic and ends the
+  run (:mod:`libai.launch_restart`). A signal to the launcher never restarts anything.
+* **A join timeout.** A bad ``--master_addr`` or a busy ``--master_port`` is reported before any
+  rank starts; each rank says what it waits for while the others have not joined and gives up
+  after ``--join-timeout`` seconds (``LIBAI_JOIN_TIMEOUT``, default 600; :mod:`libai._join`).
 """
 import ctypes
 import ctypes.util
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from argparse import Namespace
+from argparse import ArgumentParser, Namespace
 from types import FrameType, ModuleType
-from typing import IO, Dict, List, Optional, Sequence
+from typing import IO, Any, Deque, Dict, List, Optional, Sequence
 
-__all__ = ["FORWARDED_SIGNALS", "KILL_GRACE_SECONDS", "main", "parse_args", "rank_environment", "rank_command"]
+from libai import _join
+from libai import launch_restart as restart
+
+__all__ = ["FORWARDED_SIGNALS", "KILL_GRACE_SECONDS", "Launch", "main", "parse_args", "rank_environment",
+           "rank_command"]
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 KILL_GRACE_SECONDS = 5.0
@@ -65,15 +80,45 @@ def oneflow_launch_module() -> ModuleType:
     return module
 
 
+def _env_number(name: str, default: float, kind: Any) -> Any:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise SystemExit(f"libai.launch: {name}={raw!r} must be a number ({kind.__name__})") from None
+
+
+class _ParserWithLibaiFlags(ArgumentParser):
+    """OneFlow's parser plus libai's own flags (added when it parses, after OneFlow's)."""
+
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.add_argument("--max-restarts", "--max_restarts", dest="max_restarts", type=int,
+                          default=_env_number(restart.MAX_RESTARTS_VARIABLE, 0, int),
+                          help="restart every rank with --resume after a rank fails, at most this many "
+                               "times (default: $LIBAI_MAX_RESTARTS or 0)")
+        self.add_argument("--join-timeout", "--join_timeout", dest="join_timeout", type=float,
+                          default=_env_number(_join.JOIN_TIMEOUT_VARIABLE, _join.DEFAULT_JOIN_TIMEOUT, float),
+                          help="seconds each rank waits for all the others to join before giving up "
+                               "(default: $LIBAI_JOIN_TIMEOUT or 600)")
+        return super().parse_args(*args, **kwargs)
+
+
 def parse_args(argv: Optional[Sequence[str]] = None) -> Namespace:
-    """The command line, read by OneFlow's own launch parser (same flags, same defaults)."""
-    parse = oneflow_launch_module().parse_args
+    """The command line, read by OneFlow's own launch parser (same flags, same defaults), plus
+    ``--max-restarts`` and ``--join-timeout``."""
+    module = oneflow_launch_module()
+    module.ArgumentParser = _ParserWithLibaiFlags
     saved = sys.argv
     sys.argv = ["python -m libai.launch", *(sys.argv[1:] if argv is None else argv)]
     try:
-        return parse()
+        args = module.parse_args()
     finally:
         sys.argv = saved
+    if args.max_restarts < 0 or not args.join_timeout > 0:
+        raise SystemExit("libai.launch: --max-restarts must be 0 or more and --join-timeout above 0")
+    return args
 
 
 def rank_environment(args: Namespace, local_rank: int, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -87,15 +132,24 @@ def rank_environment(args: Namespace, local_rank: int, base: Optional[Dict[str, 
     env["RANK"] = str(args.nproc_per_node * args.node_rank + local_rank)
     env["LOCAL_RANK"] = str(local_rank)
     env["GLOG_log_dir"] = os.path.join(os.getcwd(), args.logdir, f"local_rank_{local_rank}")
+    # libai's own: the join timeout the ranks enforce (libai._join), and who the nodes are (messages)
+    if getattr(args, "join_timeout", None) is not None:
+        env[_join.JOIN_TIMEOUT_VARIABLE] = f"{args.join_timeout:g}"
+    for name, value in zip(_join.NODES_VARIABLES, (args.nnodes, args.node_rank, args.nproc_per_node)):
+        env[name] = str(value)
     return env
 
 
-def rank_command(args: Namespace) -> List[str]:
-    """The command each rank runs, as ``oneflow.distributed.launch`` builds it."""
+def rank_command(args: Namespace, resume: bool = False) -> List[str]:
+    """The command each rank runs, as ``oneflow.distributed.launch`` builds it; with ``resume``
+    (a restart) ``--resume`` comes first among the script's arguments."""
     if args.no_python and args.module:
         raise ValueError("Don't use both the '--no_python' flag and the '--module' flag at the same time.")
     cmd = [] if args.no_python else [sys.executable, "-u", *(["-m"] if args.module else [])]
-    return [*cmd, args.training_script, *args.training_script_args]
+    script_args = list(args.training_script_args)
+    if resume and "--resume" not in script_args:
+        script_args.insert(0, "--resume")
+    return [*cmd, args.training_script, *script_args]
 
 
 def _die_with_parent() -> None:
@@ -158,26 +212,50 @@ class Ranks:
             proc.wait()
 
 
-def start_ranks(args: Namespace, ranks: Ranks, files: List[IO]) -> None:
-    """Start this node's ranks into ``ranks`` as ``oneflow.distributed.launch`` would, each in its
-    own process group and dying with the launcher; the log files it opens go to ``files``."""
+def check_args(args: Namespace) -> Optional[str]:
+    """What makes this launch impossible, said before any rank starts: a bad port, a log
+    directory that is a file, an address that does not resolve, node 0's port already taken."""
     if args.master_port is None or not 0 <= args.master_port < 2 ** 16:
         raise ValueError(f"--master_port {args.master_port} must be an integer between 0 and 65535")
     if args.redirect_stdout_and_stderr and os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
         raise ValueError("argument --logdir must be a path to a directory.")
-    if "OMP_NUM_THREADS" not in os.environ and args.nproc_per_node > 1:
+    if args.nnodes * args.nproc_per_node <= 1:
+        return None
+    problem = _join.resolve_problem(args.master_addr)
+    if problem is None and args.node_rank == 0:
+        problem = _join.port_problem(args.master_port)
+    return problem
+
+
+def start_ranks(args: Namespace, ranks: Ranks, files: List[IO], resume: bool = False,
+                extra_env: Optional[Dict[str, str]] = None, tails: Optional[List[Deque[bytes]]] = None) -> None:
+    """Start this node's ranks into ``ranks`` as ``oneflow.distributed.launch`` would, each in its
+    own process group and dying with the launcher; the log files it opens go to ``files``. With
+    ``tails``, each rank's output passes through the launcher, which keeps its last lines there."""
+    if "OMP_NUM_THREADS" not in os.environ and args.nproc_per_node > 1 and not resume:
         _say("libai.launch: OMP_NUM_THREADS=1 for each rank (as oneflow.distributed.launch); "
              "set it to tune")
-    cmd = rank_command(args)
+    cmd = rank_command(args, resume)
     for local_rank in range(args.nproc_per_node):
         env = rank_environment(args, local_rank)
-        out = err = None
+        env.update(extra_env or {})
+        out: Any = None
+        err: Any = None
         if args.redirect_stdout_and_stderr:
             os.makedirs(env["GLOG_log_dir"], exist_ok=True)
-            out = open(os.path.join(env["GLOG_log_dir"], "stdout"), "w")
-            err = open(os.path.join(env["GLOG_log_dir"], "stderr"), "w")
+            mode = "a" if resume else "w"
+            out = open(os.path.join(env["GLOG_log_dir"], "stdout"), mode)
+            err = open(os.path.join(env["GLOG_log_dir"], "stderr"), mode)
             files += [out, err]
-        ranks.procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, preexec_fn=_die_with_parent))
+        elif tails is not None:
+            out = err = subprocess.PIPE
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, preexec_fn=_die_with_parent)
+        ranks.procs.append(proc)
+        if tails is not None and not args.redirect_stdout_and_stderr:
+            tail = restart.new_tail()
+            tails.append(tail)
+            restart.OutputTail(proc.stdout, sys.stdout.buffer, tail)
+            restart.OutputTail(proc.stderr, sys.stderr.buffer, tail)
 
 
 class Supervisor:
@@ -187,6 +265,7 @@ class Supervisor:
         self.ranks = ranks
         self.signals_received = 0
         self.failure: Optional[int] = None
+        self.failed: Optional[int] = None  # the local index of the first rank that failed
         self.kill_at: Optional[float] = None
 
     def on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
@@ -201,8 +280,9 @@ class Supervisor:
             self.failure = self.failure or 128 + signum
             self.kill_at = time.monotonic()
 
-    def _on_rank_failed(self, proc: subprocess.Popen) -> None:
+    def _on_rank_failed(self, index: int, proc: subprocess.Popen) -> None:
         self.failure = exit_status(proc.returncode)
+        self.failed = index
         _say(f"libai.launch: rank process {proc.pid} exited with status {self.failure}; ending the "
              f"other ranks (SIGKILL after {KILL_GRACE_SECONDS:g} s)")
         self.ranks.send(signal.SIGTERM)
@@ -211,9 +291,9 @@ class Supervisor:
     def run(self) -> int:
         """Wait until every rank has exited; returns the launcher's exit status."""
         while True:
-            for proc in self.ranks.procs:
+            for index, proc in enumerate(self.ranks.procs):
                 if self.failure is None and proc.poll() not in (None, 0):
-                    self._on_rank_failed(proc)
+                    self._on_rank_failed(index, proc)
             if not self.ranks.alive():
                 break
             if self.kill_at is not None and time.monotonic() >= self.kill_at:
@@ -225,23 +305,100 @@ class Supervisor:
         return self.failure or 0
 
 
+class Launch:
+    """One launch: its attempts (one, or more with ``--max-restarts``), each a set of ranks under
+    a :class:`Supervisor`; signals received go to the current attempt."""
+
+    def __init__(self, args: Namespace, state_dir: str) -> None:
+        self.args = args
+        self.policy = restart.RestartPolicy(args.max_restarts)
+        self.run_file = os.path.join(state_dir, "run.json")
+        self.supervisor = Supervisor(Ranks([]))
+        self.tails: List[Deque[bytes]] = []  # the last output lines of each rank of this attempt
+        self.stopping = 0  # signals received, in an attempt or between two
+
+    def on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
+        self.stopping += 1
+        self.supervisor.on_signal(signum, frame)
+
+    def attempt(self, number: int) -> int:
+        """Run attempt ``number`` (0 first) to its end; returns its exit status."""
+        self.supervisor = Supervisor(Ranks([]))
+        self.tails = []
+        files: List[IO] = []
+        try:
+            start_ranks(self.args, self.supervisor.ranks, files, resume=number > 0,
+                        extra_env={restart.RUN_FILE_VARIABLE: self.run_file},
+                        tails=self.tails if self.args.max_restarts else None)
+            return self.supervisor.run()
+        finally:
+            self.supervisor.ranks.kill_groups()  # leftover workers, or every rank if the launcher failed
+            for f in files:
+                f.close()
+
+    def failure(self) -> restart.Failure:
+        """What the last attempt's failed rank left: status, place in the run, last output lines."""
+        index = self.supervisor.failed or 0
+        proc = self.supervisor.ranks.procs[index]
+        if self.args.redirect_stdout_and_stderr:
+            logs = os.path.join(os.getcwd(), self.args.logdir, f"local_rank_{index}")
+            tail = restart.tail_of(os.path.join(logs, "stderr")) or restart.tail_of(os.path.join(logs, "stdout"))
+        else:
+            restart.OutputTail.finish_all()  # the ranks are gone: their pipes end
+            tail = list(self.tails[index]) if index < len(self.tails) else []
+        progress = restart.run_progress(restart.read_output_dir(self.run_file))
+        return restart.Failure(self.args.nproc_per_node * self.args.node_rank + index, proc.returncode,
+                               progress, restart.decode(tail))
+
+    def run(self) -> int:
+        """Attempts until one ends well, a signal stops the launch, or no restart is left."""
+        number = 0
+        while True:
+            status = self.attempt(number)
+            if status == 0 or self.stopping or self.supervisor.failed is None:
+                return status
+            if os.path.exists(self.run_file + ".join"):  # a rank gave up waiting for the others
+                _say("libai.launch: a rank gave up waiting for the others to join (above); not restarting")
+                return _join.JOIN_TIMEOUT_STATUS
+            if not self.args.max_restarts:
+                return status
+            failure = self.failure()
+            output_dir = restart.read_output_dir(self.run_file)
+            verdict = self.policy.verdict(failure)
+            if verdict is not None:
+                _say(verdict)
+                restart.record(output_dir, verdict + "\n" + failure.last_lines())
+                return status
+            self.policy.restarts += 1
+            number += 1
+            pause = restart.backoff_seconds(self.policy.restarts)
+            entry = restart.restart_entry(self.policy.restarts, self.policy, failure, pause)
+            _say("libai.launch: " + entry.split("\n", 1)[0])
+            restart.record(output_dir, entry)
+            deadline = time.monotonic() + pause
+            while time.monotonic() < deadline and not self.stopping:
+                time.sleep(POLL_SECONDS)
+            if self.stopping:
+                return status
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the launch described by ``argv`` (default: the command line); returns the exit status."""
     args = parse_args(argv)
-    ranks = Ranks([])
-    supervisor = Supervisor(ranks)
+    problem = check_args(args)
+    if problem:
+        _say(f"libai.launch: {problem}")
+        return _join.BAD_LAUNCH_STATUS
+    state_dir = tempfile.mkdtemp(prefix="libai-launch-")
+    launch = Launch(args, state_dir)
     # Handlers first: a signal that arrives while the ranks start is forwarded to those started.
-    previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in FORWARDED_SIGNALS}
-    files: List[IO] = []
+    previous = {sig: signal.signal(sig, launch.on_signal) for sig in FORWARDED_SIGNALS}
     try:
-        start_ranks(args, ranks, files)
-        return supervisor.run()
+        return launch.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        ranks.kill_groups()  # a rank's leftover workers, or every rank if the launcher itself failed
-        for f in files:
-            f.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from libai.config import (
 )
 from libai.config.instantiate import TARGET_KEY
 from libai.utils import distributed as dist
+from libai.utils.launch_state import report_output_dir
 
 __all__ = ["complete_config", "default_setup", "seed_all"]
 
@@ -113,6 +114,7 @@ def default_setup(cfg: Any, args: Optional[argparse.Namespace] = None) -> None:
     rank = dist.get_rank()
     if dist.is_main_process():
         _check_output_dir(output_dir)
+        report_output_dir(output_dir)  # to python -m libai.launch, for its restarts
     dist.synchronize()
     setup_logger(output_dir, distributed_rank=rank)
     logger.info(f"Rank {rank} of {dist.get_world_size()}")

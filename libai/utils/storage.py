@@ -56,6 +56,7 @@ class EventStorage:
         self, start_iter: int = 0, max_history: int = 10000, checkpoint_history: int = 100
     ) -> None:
         self._iter = int(start_iter)
+        self.start_iter = int(start_iter)  # writers drop what an earlier attempt logged from here on
         self._max_history = int(max_history)
         self._checkpoint_history = int(checkpoint_history)
         self._histories: Dict[str, HistoryBuffer] = {}

@@ -5,6 +5,13 @@
   throughput, memory);
 * :class:`TensorboardXWriter` sends scalars to TensorBoard.
 
+A run that resumes (``--resume``, or a restart by ``python -m libai.launch --max-restarts``)
+appends to the same ``metrics.json`` and ``log.txt`` without repeating an iteration: at their
+first write, :class:`JSONWriter` drops the lines of iterations at or after the storage's
+``start_iter`` (what the interrupted attempt logged after its checkpoint, which this run redoes)
+and :class:`CommonMetricPrinter` drops its own progress lines of those iterations from the log
+files it writes to; each file is replaced atomically (written aside, then renamed over).
+
 Everything of one process that goes to TensorBoard in one ``log_dir`` (these scalars, and the
 images, histograms and per-group learning rates of
 :class:`~libai.engine.hooks.TensorboardVisuals`) shares one ``SummaryWriter`` through
@@ -110,17 +117,28 @@ class JSONWriter(_NewScalarsMixin, EventWriter):
         self._path = json_file
         parent = os.path.dirname(os.path.abspath(json_file))
         os.makedirs(parent, exist_ok=True)
-        ends_mid_line = _ends_without_newline(json_file)
-        self._file = open(json_file, "a", encoding="utf-8")
+        self._file = self._open()
+        self._cut_done = False
+
+    def _open(self) -> Any:
+        ends_mid_line = _ends_without_newline(self._path)
+        file = open(self._path, "a", encoding="utf-8")
         if ends_mid_line:
             # A crashed run left half a line: end it so that our first line stands alone.
-            self._file.write("\n")
+            file.write("\n")
+        return file
 
     @property
     def path(self) -> str:
         return self._path
 
     def write(self) -> None:
+        if not self._cut_done:
+            self._cut_done = True
+            self._file.flush()
+            if drop_json_iterations_from(self._path, get_event_storage().start_iter):
+                self._file.close()
+                self._file = self._open()
         lines = []
         for iteration, scalars in self._new_scalars().items():
             lines.append(json.dumps({"iteration": iteration, **scalars}) + "\n")
@@ -131,6 +149,70 @@ class JSONWriter(_NewScalarsMixin, EventWriter):
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+
+
+def _rewrite(path: str, keep: Any) -> int:
+    """Replace the text file at ``path`` by its lines for which ``keep(line)`` is true, atomically
+    (a temporary file renamed over it); returns how many lines were dropped (0: file untouched)."""
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        lines = f.read().splitlines(keepends=True)
+    kept = [line for line in lines if keep(line)]
+    if len(kept) == len(lines):
+        return 0
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.writelines(line if line.endswith("\n") else line + "\n" for line in kept)
+    os.replace(tmp, path)
+    return len(lines) - len(kept)
+
+
+def drop_json_iterations_from(path: str, start_iter: int) -> int:
+    """Drop the lines of ``metrics.json`` at ``path`` whose ``iteration`` is ``start_iter`` or
+    later (a resumed run logs them again), atomically. Lines that do not parse are kept."""
+
+    def keep(line: str) -> bool:
+        try:
+            return int(json.loads(line)["iteration"]) < start_iter
+        except (ValueError, KeyError, TypeError):
+            return True
+
+    return _rewrite(path, keep)
+
+
+def drop_progress_lines_from(handler: logging.FileHandler, logger_name: str, start_iter: int) -> int:
+    """Drop from ``handler``'s file the progress lines (``iter: N/...``) that ``logger_name`` logged
+    for iterations ``start_iter`` and later, then point the handler at the new file."""
+    pattern = re.compile(rf"\] {re.escape(logger_name)} INFO: iter: (\d+)/")
+
+    def keep(line: str) -> bool:
+        found = pattern.search(line)
+        return found is None or int(found.group(1)) < start_iter
+
+    handler.acquire()
+    try:
+        handler.flush()
+        dropped = _rewrite(handler.baseFilename, keep)
+        if dropped and handler.stream is not None:
+            old = handler.setStream(open(handler.baseFilename, "a", encoding=handler.encoding))
+            if old is not None:
+                old.close()
+        return dropped
+    finally:
+        handler.release()
+
+
+def _file_handlers(log: logging.Logger) -> List[logging.FileHandler]:
+    """The file handlers a record of ``log`` reaches (its own and, while it propagates, its parents')."""
+    found: List[logging.FileHandler] = []
+    current: Optional[logging.Logger] = log
+    while current is not None:
+        found += [h for h in current.handlers if isinstance(h, logging.FileHandler)]
+        if not current.propagate:
+            break
+        current = current.parent
+    return found
 
 
 def _ends_without_newline(path: str) -> bool:
@@ -285,6 +367,7 @@ class CommonMetricPrinter(EventWriter):
         self._memory = PeakMemory(device_type or _default_device_type())
         self._logger = log or logger
         self._last_printed: Optional[Tuple[int, int]] = None
+        self._cut_done = False
 
     def write(self) -> None:
         storage = get_event_storage()
@@ -292,6 +375,10 @@ class CommonMetricPrinter(EventWriter):
         if not storage.histories() or key == self._last_printed:
             return  # nothing recorded yet, or this iteration was already printed
         self._last_printed = key
+        if not self._cut_done:  # a resumed run: its log files lose the lines it will print again
+            self._cut_done = True
+            for handler in _file_handlers(self._logger):
+                drop_progress_lines_from(handler, self._logger.name, storage.start_iter)
         self._logger.info(self.format_line(storage))
 
     def format_line(self, storage: EventStorage) -> str:

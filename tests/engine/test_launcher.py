@@ -12,7 +12,11 @@ as a user would, through the launcher:
 2. SIGTERM to P's launcher: every rank stops after the same iteration, saves one checkpoint,
    and the launcher exits 0 with no process of the run left;
 3. together: ``--resume`` of P, the uninterrupted run R (the reference losses), and run K whose
-   rank 0 is SIGKILLed (the launch ends within seconds, non-zero, and leaves a stale lock).
+   rank 0 is SIGKILLed (the launch ends within seconds, non-zero, and leaves a stale lock);
+4. beside them, two runs with ``--max-restarts 2``: X, whose rank 1 is SIGKILLed once at
+   iteration 25 (restarted from ``model_0000019``, it must finish with R's losses and logs that
+   hold each iteration once), and D, whose rank 1 fails at iteration 3 every time (stopped as
+   deterministic after the second attempt).
 """
 import contextlib
 import json
@@ -38,6 +42,7 @@ PROBE = os.path.join(HERE, "launch_probe.py")
 TRAIN_NET = os.path.join(REPO, "tools", "train_net.py")
 PROBE_CONFIG = os.path.join(REPO, "tests", "parallel", "probe_config.py")
 ITERS = 50  # the ranks agree on a stop every 10 iterations (PreemptionHandler.check_period)
+KILLED_AT = 25  # X's rank 1 dies there, after model_0000019: iterations 20-24 are done twice
 SLOW_STEP = 0.5  # P's step time: ITERS of them leave S 25 s to start and be refused while P lives
 
 
@@ -274,7 +279,7 @@ def runs(digits_dir, tmp_path_factory) -> Dict[str, dict]:
     start = start_launch
 
     path = lambda name: os.path.join(tmp, name)  # noqa: E731
-    res: Dict[str, dict] = {name: {"log": path(name + ".log")} for name in "PSRKB"}
+    res: Dict[str, dict] = {name: {"log": path(name + ".log")} for name in "PSRKBXD"}
     p_out = path("preempted")
 
     # 1. P trains slowly (0.5 s a step) so that S can start and be refused while P lives.
@@ -314,18 +319,25 @@ def runs(digits_dir, tmp_path_factory) -> Dict[str, dict]:
     wait_for(lambda: _iterations_seen(res["K"]["log"]), 150, "K's first iteration", k, res["K"]["log"])
     k_ranks = {rank_of(pid): pid for pid in descendants(k.pid) if os.path.exists(f"/proc/{pid}")}
     os.kill(k_ranks[0], signal.SIGKILL)
+    # 4. The restarted runs, once K's rank is dead (K's timing is not measured under their load).
+    x = start(launcher("--max-restarts", "2", TRAIN_NET, *_train_args(digits_dir, path("restarted"), path("x"), **{
+        "model.kill_on_rank": 1, "model.kill_at_step": KILLED_AT, "model.kill_marker": path("x.killed")})),
+        res["X"]["log"])
+    d = start(launcher("--max-restarts", "2", TRAIN_NET, *_train_args(digits_dir, path("doomed"), path("d"), **{
+        "model.fail_on_rank": 1, "model.fail_at_step": 3})), res["D"]["log"])
     res["K"]["seconds"] = finish(k, 60)
     res["K"]["returncode"] = k.returncode
     res["K"]["ranks"] = k_ranks
     res["K"]["left"] = [pid for pid in k_ranks.values() if running(pid)]
     res["K"]["lock"] = json.loads(read(os.path.join(k_out, LOCK_NAME)))
     res["K"]["out"] = k_out
-    for name, proc in (("B", b), ("R", r)):
-        finish(proc, 150)
+    for name, proc in (("B", b), ("R", r), ("X", x), ("D", d)):
+        finish(proc, 240)
         res[name]["returncode"] = proc.returncode
+    res["X"]["out"], res["D"]["out"] = path("restarted"), path("doomed")
     res["P"].update(out=p_out, last=last)
     res["losses"] = {name: {rank: read(path(f"{name}.rank{rank}")).split() for rank in (0, 1)}
-                     for name in ("cut", "resumed", "full")}
+                     for name in ("cut", "resumed", "full", "x")}
     return res
 
 
@@ -388,3 +400,39 @@ def test_a_sigkilled_rank_ends_the_launch_within_seconds_and_its_lock_is_taken_o
     lock.release()
     assert lock.taken_over is not None and lock.taken_over.pid == k["ranks"][0]
     assert len(warnings) == 1 and "Taking over" in warnings[0] and f"pid {k['ranks'][0]} on host" in warnings[0]
+
+
+def test_a_sigkilled_rank_is_restarted_from_the_last_checkpoint_and_the_run_ends_as_the_uninterrupted_one(runs):
+    x = runs["X"]
+    output = read(x["log"])
+    assert x["returncode"] == 0, output[-3000:]
+    assert output.count("libai.launch: restart 1 of 2: rank 1 killed by SIGKILL (status 137)") == 1, output[-3000:]
+    assert "restart 2 of" not in output
+    assert "Resumed from" in output and "next iteration 20" in output
+    losses = runs["losses"]
+    for rank in (0, 1):  # the attempt killed at 25, then the restart from model_0000019 to the end
+        full, seen = losses["full"][rank], losses["x"][rank]
+        redone = ITERS - 20
+        assert seen[-redone:] == full[20:], f"rank {rank} after the restart"
+        # rank 1 died in step 25's forward; rank 0 may have logged step 25's loss before it hung
+        assert seen[:-redone] == full[:len(seen) - redone] and len(seen) - redone in (KILLED_AT, KILLED_AT + 1)
+    # the logs of both attempts: every iteration once, in order
+    metrics = [json.loads(line) for line in read(os.path.join(x["out"], "metrics.json")).splitlines()]
+    assert [m["iteration"] for m in metrics] == list(range(ITERS))
+    assert _iterations_seen(os.path.join(x["out"], "log.txt")) == list(range(ITERS))
+    assert "Resumed from" in read(os.path.join(x["out"], "log.txt"))  # the second attempt appended
+    restarts = read(os.path.join(x["out"], "restarts.log"))
+    assert restarts.count("restart 1 of 2: rank 1 killed by SIGKILL") == 1 and "restart 2" not in restarts
+    assert "newest checkpoint: model_0000019" in restarts and "last lines of rank 1's output" in restarts
+
+
+def test_a_rank_that_fails_at_the_same_iteration_again_is_not_restarted_for_ever(runs):
+    d = runs["D"]
+    output = read(d["log"])
+    assert d["returncode"] == 1, output[-3000:]
+    assert output.count("libai.launch: rank process") == 2  # two attempts failed, not three
+    assert output.count("libai.launch: restart 1 of 2: rank 1 exit status 1") == 1
+    assert "the failure is deterministic" in output and "after iteration 2" in output
+    restarts = read(os.path.join(d["out"], "restarts.log"))
+    assert restarts.count("restart 1 of 2") == 1 and "the failure is deterministic" in restarts
+    assert "deliberate failure on rank 1 at step 3" in restarts  # the failed rank's last lines

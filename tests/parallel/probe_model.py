@@ -4,6 +4,9 @@
   ``<loss_log>.rank<r>`` — what a resumed run is compared with, iteration for iteration;
 - ``fail_on_rank`` / ``fail_at_step``: that rank raises at that training step (counted from 0
   in this process), *after* the ranks have already exchanged gradients in the earlier steps;
+- ``kill_on_rank`` / ``kill_at_step`` / ``kill_marker``: that rank SIGKILLs itself at that step
+  (counted from 0 in this process) unless the file ``kill_marker`` exists, which it creates
+  first: a rank lost once (the OOM killer, a bad node), whose restart then trains on;
 - ``step_seconds``: each training step sleeps this long, so that a signal sent at a known
   iteration arrives well before the run would end on its own;
 - ``mode_log``: at its first training forward every rank writes ``graph`` to
@@ -13,6 +16,8 @@
 
 Everything else is ``MNISTClassifier``: the probes change no number.
 """
+import os
+import signal
 import time
 from typing import Dict, Optional
 
@@ -26,13 +31,15 @@ class ProbeMNIST(MNISTClassifier):
     """:class:`MNISTClassifier` plus the probes the module docstring lists."""
 
     def __init__(self, loss_log: str = "", fail_on_rank: int = -1, fail_at_step: int = -1,
-                 step_seconds: float = 0.0, mode_log: str = "", **kwargs) -> None:
+                 step_seconds: float = 0.0, mode_log: str = "", kill_on_rank: int = -1,
+                 kill_at_step: int = -1, kill_marker: str = "", **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode_log = mode_log
         self.loss_log = loss_log
         self.fail_on_rank = fail_on_rank
         self.fail_at_step = fail_at_step
         self.step_seconds = step_seconds
+        self.kill = (kill_on_rank, kill_at_step, kill_marker)
         self.steps = 0
 
     def forward(self, inputs: flow.Tensor, labels: Optional[flow.Tensor] = None) -> Dict[str, flow.Tensor]:
@@ -49,6 +56,9 @@ class ProbeMNIST(MNISTClassifier):
             return out
         if rank == self.fail_on_rank and self.steps == self.fail_at_step:
             raise RuntimeError(f"deliberate failure on rank {rank} at step {self.steps}")
+        if (rank, self.steps) == self.kill[:2] and not os.path.exists(self.kill[2]):
+            open(self.kill[2], "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
         if self.loss_log:
             loss = out["losses"]
             if loss.is_global:

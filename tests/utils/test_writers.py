@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import random
+import re
 import statistics
 import struct
 import sys
@@ -275,3 +276,34 @@ def test_tensorboard_writer_missing_package_names_the_install(monkeypatch, tmp_p
     with pytest.raises(ImportError, match=r"pip install tensorboardX==2\.6\.5"):
         TensorboardXWriter(str(tmp_path / "tb"))
 
+
+
+def test_a_resumed_run_replaces_the_lines_logged_after_its_checkpoint(tmp_path):
+    """An attempt logged iterations 0-6 (json) and died; the restart resumes at 5 (its checkpoint
+    holds iteration 4): metrics.json and the log file then hold each iteration once."""
+    from libai.utils.logger import reset_logger, setup_logger
+
+    path = tmp_path / "metrics.json"
+    log = setup_logger(str(tmp_path), name="libai_resume_probe")
+    try:
+        printer = CommonMetricPrinter(10, log=logging.getLogger("libai_resume_probe.writers"))
+        for start, stop in ((0, 7), (5, 10)):
+            with _json_writer(path, start_iter=start) as (storage, writer):
+                log.info("attempt starting")
+                for it in range(start, stop):
+                    storage.iter = it
+                    storage.put_scalar("total_loss", float(it + start))
+                    writer.write()
+                    printer.write()
+            printer = CommonMetricPrinter(10, log=logging.getLogger("libai_resume_probe.writers"))
+        log.info("after the restart")  # the handler still writes to the (replaced) file
+    finally:
+        reset_logger("libai_resume_probe")
+    lines = _read_lines(path)
+    assert [line["iteration"] for line in lines] == list(range(10))
+    assert lines[4]["total_loss"] == 2.0 and lines[5]["total_loss"] == 10.0  # 5 on: the second attempt's
+    text = (tmp_path / "log.txt").read_text()
+    assert [int(n) for n in re.findall(r"iter: (\d+)/", text)] == list(range(10))
+    assert "iter: 5/10  total_loss: 10.0000" in text
+    assert text.count("attempt starting") == 2 and text.rstrip().endswith("after the restart")
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
