@@ -91,16 +91,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-def hf_python(env: Optional[Dict[str, str]] = None) -> str:
+def hf_python(env: Optional[Dict[str, str]] = None, who: str = "vs_transformers_generation") -> str:
     """The Python of the transformers environment named by ``HF_ENV``; exits with the recipe to
-    build one when it is unset or holds no Python."""
+    build one when it is unset or holds no Python (``who`` names the script in the message)."""
     env = os.environ if env is None else env
     root = env.get("HF_ENV", "").strip()
     if not root:
-        raise SystemExit("vs_transformers_generation: HF_ENV is not set; " + BUILD_HINT)
+        raise SystemExit(f"{who}: HF_ENV is not set; " + BUILD_HINT)
     python = os.path.join(root, "bin", "python")
     if not os.access(python, os.X_OK):
-        raise SystemExit(f"vs_transformers_generation: HF_ENV={root} has no {python}; " + BUILD_HINT)
+        raise SystemExit(f"{who}: HF_ENV={root} has no {python}; " + BUILD_HINT)
     return python
 
 
