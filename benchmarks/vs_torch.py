@@ -111,20 +111,51 @@ def make_batch(model: str, batch: int, seq: int, vocab: int, seed: int) -> Dict[
 # ---------------------------------------------------------------------------------------------
 # Children: one side's steady-state step
 # ---------------------------------------------------------------------------------------------
+def thread_cpu() -> Dict[str, float]:
+    """CPU seconds used so far by each thread of this process, keyed ``name/tid`` (Linux's
+    ``/proc``; empty elsewhere)."""
+    out: Dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name, fields = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        out[f"{name}/{tid}"] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return out
+
+
+def by_thread_name(before: Dict[str, float], after: Dict[str, float], steps: int) -> Dict[str, float]:
+    """CPU seconds per step between two ``thread_cpu`` readings, summed by thread name."""
+    per_name: Dict[str, float] = {}
+    for key, value in after.items():
+        name = key.rsplit("/", 1)[0]
+        per_name[name] = per_name.get(name, 0.0) + (value - before.get(key, 0.0)) / steps
+    return {k: v for k, v in sorted(per_name.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
 def _time_steps(step: Any, wait: Any, warmup: int, iters: int) -> Dict[str, Any]:
-    """Warm up, then time ``iters`` steps (wall and CPU); ``wait`` reads the last loss."""
+    """Warm up, then time ``iters`` steps (wall, CPU, CPU by thread); ``wait`` reads the last loss."""
     start = time.perf_counter()
     wait(step())
     first = time.perf_counter() - start
     for _ in range(warmup - 1):
         step()
     loss = wait(step())
+    threads = thread_cpu()
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(iters):
         out = step()
     loss = wait(out)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return {"step_s": wall / iters, "cpu_step_s": cpu / iters, "first_step_s": first, "loss": loss}
+    return {"step_s": wall / iters, "cpu_step_s": cpu / iters, "first_step_s": first, "loss": loss,
+            "cpu_by_thread": by_thread_name(threads, thread_cpu(), iters)}
 
 
 def _torch_model(name: str, s: Dict[str, Any], seq: int) -> Any:
@@ -332,6 +363,10 @@ def report(args: argparse.Namespace, runs: Dict[Any, List[Dict[str, Any]]]) -> s
         out += ["", "torch side not run: HF_ENV is not set"]
     libai_run = runs[(args.model_list[0], args.mode_list[0])][0]
     out.append(f"libai side: OPENBLAS_CORETYPE={libai_run.get('blas') or '(unset)'}")
+    out += ["", "CPU s/step by thread name (first turn):"]
+    for (name, side), rs in runs.items():
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in rs[0].get("cpu_by_thread", {}).items())
+        out.append(f"  {name} {side}: {parts or '(not available)'}")
     return "\n".join(out)
 
 
