@@ -1,6 +1,6 @@
-"""benchmarks/bound_oneflow_step.py and benchmarks/bound_ops.py run end to end at tiny sizes
+"""benchmarks/bound_oneflow_step.py, bound_ops.py and bound_oneflow_decode.py run end to end at tiny sizes
 (``--quick``, no torch): the plain OneFlow GPT-2 trains in both op formulations to the same
-loss, and every op of the per-op table is timed."""
+loss, every op of the per-op table is timed, and the plain decoder gives libai's tokens."""
 import os
 import re
 import subprocess
@@ -42,3 +42,11 @@ def test_per_op_table_times_every_op_on_oneflow_without_hf_env():
                  "AdamW update (all params)"):
         row = re.search(rf"^{re.escape(name)}.*?\s([0-9.]+)$", out, re.M)
         assert row and float(row.group(1)) >= 0, (name, out)
+
+
+def test_plain_decoder_generates_libais_tokens():
+    out = _run("bound_oneflow_decode.py", "--quick")
+    row = re.search(r"^1\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)$", out, re.M)
+    assert row, out
+    assert all(float(v) > 0 for v in row.groups()[:6])
+    assert row.group(7) == "same"  # the plain program decodes exactly the tokens libai does
