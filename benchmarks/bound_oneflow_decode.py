@@ -25,21 +25,15 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import ChildFailed, Spread, format_table, run_child  # noqa: E402
-from vs_transformers_generation import first_difference, make_prompts  # noqa: E402
+from vs_transformers_generation import (  # noqa: E402
+    add_generation_arguments, first_difference, make_prompts, shrink_for_quick)
 
 SIDES = ("bound", "libai")
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--batches", default="1,8")
-    p.add_argument("--prompt-len", type=int, default=32)
-    p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--layers", type=int, default=6)
-    p.add_argument("--hidden", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--vocab", type=int, default=8192)
+    add_generation_arguments(p)
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--quick", action="store_true", help="2 layers of width 64, 8 new tokens, batch 1, 1 turn")
     p.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
@@ -47,8 +41,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--result-file", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.repeats, args.batches, args.layers, args.hidden, args.heads = 1, "1", 2, 64, 4
-        args.vocab, args.prompt_len, args.new_tokens = 256, 8, 8
+        shrink_for_quick(args, batches="1")
     args.batch_sizes = [int(b) for b in args.batches.split(",") if b.strip()]
     return args
 

@@ -52,8 +52,9 @@ BUILD_HINT = (
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_generation_arguments(p: argparse.ArgumentParser) -> None:
+    """The turns, batches, prompt and model sizes of a generation comparison (defaults: the
+    issue's GPT-2 run); also used by ``bound_oneflow_decode.py``."""
     p.add_argument("--repeats", type=int, default=3, help="turns; each side once per turn (default: 3)")
     p.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default: 1,8)")
     p.add_argument("--prompt-len", type=int, default=32)
@@ -62,6 +63,17 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8192)
+
+
+def shrink_for_quick(args: argparse.Namespace, batches: str = "1,2") -> None:
+    """The ``--quick`` smoke run's sizes: one turn, a 2-layer model of width 64, 8 new tokens."""
+    args.repeats, args.batches, args.layers, args.hidden, args.heads = 1, batches, 2, 64, 4
+    args.vocab, args.prompt_len, args.new_tokens = 256, 8, 8
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_generation_arguments(p)
     p.add_argument("--positions", type=int, default=128, help="learned positions (>= prompt + new)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the prompts")
     p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of both sides (default: 1)")
@@ -80,8 +92,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--result-file", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.repeats, args.batches, args.layers, args.hidden, args.heads = 1, "1,2", 2, 64, 4
-        args.vocab, args.prompt_len, args.new_tokens = 256, 8, 8
+        shrink_for_quick(args)
     try:
         args.batch_sizes = [int(b) for b in args.batches.split(",") if b.strip()]
     except ValueError:
