@@ -13,6 +13,9 @@ vocabulary 8192, 128 positions; seed 0) and ``save_pretrained``s it to a tempora
 loads that folder with ``GPTForPreTraining.from_pretrained``. Both continue the same random
 32-token prompts greedily by 64 new tokens (key/value cache on, no end-of-sequence token, so
 every row gets all 64) at batch 1 and batch 8, with ``OMP_NUM_THREADS=1`` on both sides.
+``--model llama`` makes a Llama instead (rotary positions, RMS norm, SwiGLU, grouped-query
+attention with ``--kv-heads`` key/value heads; ``LlamaForCausalLM`` on both sides) and
+``--beams 3`` searches with 3 beams instead of greedily (issue 38, item 2).
 
 How it is timed: every measurement is a fresh process (``--repeats`` turns; the side that goes
 first alternates per turn) that loads the model, warms up with a short generation, then times
@@ -49,8 +52,9 @@ BUILD_HINT = (
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_generation_arguments(p: argparse.ArgumentParser) -> None:
+    """The turns, batches, prompt and model sizes of a generation comparison (defaults: the
+    issue's GPT-2 run); also used by ``bound_oneflow_decode.py``."""
     p.add_argument("--repeats", type=int, default=3, help="turns; each side once per turn (default: 3)")
     p.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default: 1,8)")
     p.add_argument("--prompt-len", type=int, default=32)
@@ -59,10 +63,26 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8192)
+
+
+def shrink_for_quick(args: argparse.Namespace, batches: str = "1,2") -> None:
+    """The ``--quick`` smoke run's sizes: one turn, a 2-layer model of width 64, 8 new tokens."""
+    args.repeats, args.batches, args.layers, args.hidden, args.heads = 1, batches, 2, 64, 4
+    args.vocab, args.prompt_len, args.new_tokens = 256, 8, 8
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_generation_arguments(p)
     p.add_argument("--positions", type=int, default=128, help="learned positions (>= prompt + new)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the prompts")
     p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of both sides (default: 1)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
+    p.add_argument("--model", choices=("gpt2", "llama"), default="gpt2",
+                   help="gpt2, or llama (RMS norm, rotary positions, SwiGLU, grouped-query "
+                        "attention with --kv-heads key/value heads) (default: gpt2)")
+    p.add_argument("--kv-heads", type=int, default=2, help="key/value heads of --model llama (default: 2)")
+    p.add_argument("--beams", type=int, default=1, help="beam search width; 1 = greedy (default: 1)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: a 2-layer model, 8 new tokens, batches 1 and 2, one turn")
     p.add_argument("--child", choices=("make",) + SIDES, help=argparse.SUPPRESS)
@@ -72,8 +92,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--result-file", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
-        args.repeats, args.batches, args.layers, args.hidden, args.heads = 1, "1,2", 2, 64, 4
-        args.vocab, args.prompt_len, args.new_tokens = 256, 8, 8
+        shrink_for_quick(args)
     try:
         args.batch_sizes = [int(b) for b in args.batches.split(",") if b.strip()]
     except ValueError:
@@ -85,22 +104,26 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         p.error(f"--batches must list batch sizes >= 1, got {args.batches!r}")
     if args.hidden % args.heads:
         p.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
+    if args.model == "llama" and (args.kv_heads < 1 or args.heads % args.kv_heads):
+        p.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
+    if args.beams < 1:
+        p.error(f"--beams must be >= 1, got {args.beams}")
     if args.positions < args.prompt_len + args.new_tokens:
         p.error(f"--positions {args.positions} < --prompt-len + --new-tokens "
                 f"({args.prompt_len + args.new_tokens}): the model could not place every token")
     return args
 
 
-def hf_python(env: Optional[Dict[str, str]] = None) -> str:
+def hf_python(env: Optional[Dict[str, str]] = None, who: str = "vs_transformers_generation") -> str:
     """The Python of the transformers environment named by ``HF_ENV``; exits with the recipe to
-    build one when it is unset or holds no Python."""
+    build one when it is unset or holds no Python (``who`` names the script in the message)."""
     env = os.environ if env is None else env
     root = env.get("HF_ENV", "").strip()
     if not root:
-        raise SystemExit("vs_transformers_generation: HF_ENV is not set; " + BUILD_HINT)
+        raise SystemExit(f"{who}: HF_ENV is not set; " + BUILD_HINT)
     python = os.path.join(root, "bin", "python")
     if not os.access(python, os.X_OK):
-        raise SystemExit(f"vs_transformers_generation: HF_ENV={root} has no {python}; " + BUILD_HINT)
+        raise SystemExit(f"{who}: HF_ENV={root} has no {python}; " + BUILD_HINT)
     return python
 
 
@@ -128,13 +151,23 @@ def first_difference(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]]) -> 
 # ---------------------------------------------------------------------------------------------
 def _child_make(args: argparse.Namespace) -> Dict[str, Any]:
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+    import transformers as tf
 
     torch.manual_seed(args.seed)
-    config = GPT2Config(vocab_size=args.vocab, n_positions=args.positions, n_embd=args.hidden,
-                        n_layer=args.layers, n_head=args.heads, bos_token_id=None,
-                        eos_token_id=None)  # no end-of-sequence: every row gets every token
-    GPT2LMHeadModel(config).eval().save_pretrained(args.model_dir)
+    if args.model == "llama":  # SwiGLU width about 8/3 x hidden, as Llama's
+        config = tf.LlamaConfig(vocab_size=args.vocab, hidden_size=args.hidden,
+                                intermediate_size=(8 * args.hidden // 3 + 7) // 8 * 8,
+                                num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                                num_key_value_heads=args.kv_heads, max_position_embeddings=args.positions,
+                                tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
+                                pad_token_id=None)
+        model = tf.LlamaForCausalLM(config)
+    else:
+        config = tf.GPT2Config(vocab_size=args.vocab, n_positions=args.positions, n_embd=args.hidden,
+                               n_layer=args.layers, n_head=args.heads, bos_token_id=None,
+                               eos_token_id=None)  # no end-of-sequence: every row gets every token
+        model = tf.GPT2LMHeadModel(config)
+    model.eval().save_pretrained(args.model_dir)
     return {"torch": torch.__version__, "transformers": __import__("transformers").__version__}
 
 
@@ -154,16 +187,17 @@ def _timed(generate: Any, forward: Any, prompts: Any, full: Any, new_tokens: int
 def _child_transformers(args: argparse.Namespace, prompts: List[List[int]],
                         full: List[List[int]]) -> Dict[str, Any]:
     import torch
-    from transformers import GPT2LMHeadModel
+    import transformers as tf
 
     torch.set_num_threads(args.threads)
-    model = GPT2LMHeadModel.from_pretrained(args.model_dir).eval()
+    model_class = tf.LlamaForCausalLM if args.model == "llama" else tf.GPT2LMHeadModel
+    model = model_class.from_pretrained(args.model_dir).eval()
 
     @torch.no_grad()
     def generate(ids, n):
         ids = torch.tensor(ids, dtype=torch.long)
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
-                             do_sample=False, num_beams=1)
+                             do_sample=False, num_beams=args.beams)
         return out.tolist()
 
     @torch.no_grad()
@@ -180,16 +214,19 @@ def _child_libai(args: argparse.Namespace, prompts: List[List[int]],
     import libai  # noqa: F401  (loads OneFlow's libraries and picks the BLAS kernels first)
     import oneflow as flow
 
-    from libai.models import GPTForPreTraining
+    from libai.models import GPTForPreTraining, LlamaForCausalLM
 
-    model = GPTForPreTraining.from_pretrained(args.model_dir).eval()
+    model_class = LlamaForCausalLM if args.model == "llama" else GPTForPreTraining
+    model = model_class.from_pretrained(args.model_dir).eval()
 
     def generate(ids, n):
-        return model.generate(flow.tensor(ids, dtype=flow.int64), max_new_tokens=n).numpy().tolist()
+        return model.generate(flow.tensor(ids, dtype=flow.int64), max_new_tokens=n,
+                              num_beams=args.beams).numpy().tolist()
 
     def forward(ids):
         with flow.no_grad():
-            out = model(flow.tensor(ids, dtype=flow.int64))["prediction_scores"]
+            out = model(flow.tensor(ids, dtype=flow.int64))
+            out = out["prediction_scores"] if "prediction_scores" in out else out["logits"]
         return float(out.sum().numpy())  # waits for OneFlow's queued work
 
     result = _timed(generate, forward, prompts, full, args.new_tokens)
@@ -222,7 +259,7 @@ def _run(python: str, args: argparse.Namespace, child: str, workdir: str,
     cmd = [python, os.path.abspath(__file__), "--child", child, "--model-dir",
            os.path.join(workdir, "model"), "--result-file", result_file, "--batch", str(batch)]
     for name in ("prompt_len", "new_tokens", "layers", "hidden", "heads", "vocab", "positions",
-                 "seed", "threads"):
+                 "seed", "threads", "model", "kv_heads", "beams"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT,
@@ -275,11 +312,12 @@ def report(args: argparse.Namespace, runs: Dict[Any, List[Dict[str, Any]]], made
         ratio_rows.append([batch, Spread.of([t["seconds"] / o["seconds"] for o, t in pairs]).format(2),
                            Spread.of([t["cpu_seconds"] / o["cpu_seconds"] for o, t in pairs]).format(2)])
     libai_run = runs[("libai", args.batch_sizes[0])][0]
+    family = f"Llama ({args.kv_heads} key/value heads)" if args.model == "llama" else "GPT-2"
     head = [
-        f"GPT-2 {args.layers} layers, hidden {args.hidden}, {args.heads} heads, vocabulary "
+        f"{family} {args.layers} layers, hidden {args.hidden}, {args.heads} heads, vocabulary "
         f"{args.vocab} (made by transformers {made['transformers']}, torch {made['torch']}, "
         f"seed {args.seed}; loaded by libai with from_pretrained)",
-        f"greedy, prompt {args.prompt_len} tokens, {new} new tokens, key/value cache; "
+        f"{'greedy' if args.beams == 1 else f'beam search of {args.beams}'}, prompt {args.prompt_len} tokens, {new} new tokens, key/value cache; "
         f"OMP_NUM_THREADS={args.threads} both sides; {args.repeats} turn(s), one fresh process "
         f"per measurement; libai OPENBLAS_CORETYPE={libai_run.get('blas') or '(unset)'}",
         "tokens: identical on both sides in every turn", "",

@@ -30,6 +30,8 @@ def test_defaults_are_the_issue_run_and_quick_shrinks_it():
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--hidden", "100", "--heads", "8"], "not divisible by --heads"),
     (["--positions", "64"], "--positions 64 < --prompt-len + --new-tokens (96)"),
+    (["--model", "llama", "--kv-heads", "3"], "--heads 8 is not a multiple of --kv-heads 3"),
+    (["--beams", "0"], "--beams must be >= 1, got 0"),
 ])
 def test_bad_arguments_are_refused_by_name(argv, message, capsys):
     with pytest.raises(SystemExit):

@@ -1,0 +1,52 @@
+"""benchmarks/bound_oneflow_step.py, bound_ops.py and bound_oneflow_decode.py run end to end at tiny sizes
+(``--quick``, no torch): the plain OneFlow GPT-2 trains in both op formulations to the same
+loss, every op of the per-op table is timed, and the plain decoder gives libai's tokens."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(REPO, "benchmarks")
+
+
+def _run(script, *argv):
+    env = {k: v for k, v in os.environ.items() if k != "HF_ENV"}
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, script), *argv], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_plain_gpt_trains_to_the_same_loss_with_oneflow_and_libai_formulations():
+    out = _run("bound_oneflow_step.py", "--quick", "--programs", "bound-oneflow,bound-libai",
+               "--modes", "eager")
+    losses = {}
+    for program in ("bound-oneflow", "bound-libai"):
+        row = re.search(rf"^{program}:eager\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$", out, re.M)
+        assert row, out
+        assert float(row.group(1)) > 0 and float(row.group(2)) > 0
+        losses[program] = float(row.group(3))
+    # the written-out layer norm and cross entropy compute the values OneFlow's ops do
+    assert losses["bound-oneflow"] == pytest.approx(losses["bound-libai"], abs=2e-3)
+    assert 4.0 < losses["bound-oneflow"] < 5.5  # near ln(128) after one small update
+
+
+def test_per_op_table_times_every_op_on_oneflow_without_hf_env():
+    out = _run("bound_ops.py", "--quick")
+    assert "torch not run (HF_ENV unset)" in out
+    for name in ("linear qkv", "LM head", "attention bmm x2", "layer norm", "softmax", "gelu",
+                 "dropout", "cross entropy", "layer norm (libai's)", "cross entropy (libai's)",
+                 "AdamW update (all params)"):
+        row = re.search(rf"^{re.escape(name)}.*?\s([0-9.]+)$", out, re.M)
+        assert row and float(row.group(1)) >= 0, (name, out)
+
+
+def test_plain_decoder_generates_libais_tokens():
+    out = _run("bound_oneflow_decode.py", "--quick")
+    row = re.search(r"^1\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)$", out, re.M)
+    assert row, out
+    assert all(float(v) > 0 for v in row.groups()[:6])
+    assert row.group(7) == "same"  # the plain program decodes exactly the tokens libai does
