@@ -27,7 +27,9 @@ train = dict(
     nccl_fusion_threshold_mb=16,
     nccl_fusion_max_ops=24,
     zero_optimization=dict(enabled=False, stage=1),  # shard optimizer state (ZeRO stage 1-3)
-    checkpointer=dict(period=5000, max_to_keep=100),  # save every `period` iters; keep newest N
+    # save every `period` iters; keep newest N; verify: check every file's checksum when loading
+    # (False only for trusted storage; $LIBAI_CHECKPOINT_VERIFY=0/1 overrides)
+    checkpointer=dict(period=5000, max_to_keep=100, verify=True),
     test_micro_batch_size=32,  # evaluation samples per data-parallel rank per batch
     evaluation=dict(
         enabled=True,  # evaluate during training

@@ -37,6 +37,7 @@ import oneflow as flow
 
 from libai.utils import distributed as dist
 from libai.utils import checkpoint_upstream as upstream
+from libai.utils.checkpoint_checksums import verify_enabled
 from libai.utils.checkpoint_collective import all_gather_objects, decide_on_rank0
 from libai.utils.checkpoint_files import (
     EXTRA_PART,
@@ -54,6 +55,8 @@ from libai.utils.checkpoint_files import (
     keep_last_checkpoints,
     list_checkpoints,
     read_last_checkpoint,
+    resume_candidates,
+    set_aside,
     verify_checkpoint,
     weights_kind,
 )
@@ -93,6 +96,8 @@ class Checkpointer:
         save_to_disk: whether this process writes files. Defaults to "rank 0 only". Pass
             ``False`` on *every* rank to turn saving off; in a multi-process run only rank 0
             can write, because that is where global tensors are gathered.
+        verify: whether loading checks every file's checksum (``train.checkpointer.verify``);
+            ``False`` only for trusted storage. ``$LIBAI_CHECKPOINT_VERIFY`` overrides it.
         **checkpointables: named objects with ``state_dict()``/``load_state_dict()``
             (optimizer, scheduler, sampler, hooks, :class:`RNGState`, trainer state). An object
             with ``checkpoint_per_rank = True`` keeps one state per rank (see :class:`RNGState`).
@@ -100,7 +105,7 @@ class Checkpointer:
 
     def __init__(
         self, model: flow.nn.Module, save_dir: str = "", *, save_to_disk: Optional[bool] = None,
-        **checkpointables: Any,
+        verify: Optional[bool] = None, **checkpointables: Any,
     ) -> None:
         for name, obj in [(MODEL_PART, model), *checkpointables.items()]:
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
@@ -127,6 +132,9 @@ class Checkpointer:
             )
         self._writer = self._enabled and dist.is_main_process()
         self.last_load_report = LoadReport()
+        self.verify = verify
+        self.last_loaded = ""  # the checkpoint the last load read (resume may fall back)
+        self._verified: Dict[str, Dict[str, Any]] = {}  # path -> manifest, checked by _resume_target
 
     # ----------------------------------------------------------------- saving
     def save(self, name: str, *, tag_last_checkpoint: bool = True, **extra: Any) -> str:
@@ -219,7 +227,8 @@ class Checkpointer:
         kind = self._decide_on_rank0(lambda: detect_format(path))
         if kind == LIBAI_UPSTREAM:
             return self._load_libai_layout(path, checkpointables)
-        manifest = self._decide_on_rank0(lambda: verify_checkpoint(path))
+        manifest = self._verified.pop(path, None) or self._decide_on_rank0(
+            lambda: verify_checkpoint(path, verify_enabled(self.verify)))
         report = LoadReport(format=kind)
         names = self._select(checkpointables, manifest, report)
         load_model_state(self.model, self._read_part(path, MODEL_PART), path, report)
@@ -230,6 +239,7 @@ class Checkpointer:
         if report.skipped_parts:
             logger.info("Not loaded from %s: %s", path, ", ".join(report.skipped_parts))
         self.last_load_report = report
+        self.last_loaded = path
         logger.info("Loaded checkpoint %s (%s)", path, ", ".join(report.loaded_parts))
         return dict(self._read_part(path, EXTRA_PART))
 
@@ -241,25 +251,30 @@ class Checkpointer:
         weights, or the ``model`` part of a LiBai checkpoint).
         """
         path = self._resolve(path)
-        kind = self._decide_on_rank0(lambda: weights_kind(path))
+        kind = self._decide_on_rank0(lambda: weights_kind(path, verify_enabled(self.verify)))
         weights = path if kind == "state_dict" else os.path.join(path, MODEL_PART)
         state = self._read(weights, path)
         report = LoadReport(loaded_parts=[MODEL_PART],
                             format=LIBAI if kind == "checkpoint" else kind)
         load_model_state(self.model, state, path, report)
         self.last_load_report = report
+        self.last_loaded = path
         logger.info("Loaded model weights from %s", path)
 
     def resume_or_load(self, path: Optional[str], resume: bool = True) -> Dict[str, Any]:
         """Resume from ``last_checkpoint`` if asked and one exists, else load ``path`` as weights.
 
         Resuming loads every checkpointable and returns the saved extra data; loading weights
-        (or starting from scratch when ``path`` is empty) returns ``{}``. Call on every rank.
+        (or starting from scratch when ``path`` is empty) returns ``{}``. When the checkpoint
+        ``last_checkpoint`` names fails verification, the newest one that passes is resumed
+        from, with a warning naming the bad file; nothing is deleted. Call on every rank.
         """
         if resume:
-            last = self._decide_on_rank0(self._resume_target)
+            last, manifest = self._decide_on_rank0(self._resume_target)
             if last:
                 logger.info("Resuming from %s", last)
+                if manifest is not None:
+                    self._verified[last] = manifest
                 return self.load(last)
             logger.info("No checkpoint to resume from in %r", self.save_dir)
         if path:
@@ -268,10 +283,35 @@ class Checkpointer:
             logger.info("No weights to load: starting from scratch")
         return {}
 
-    def _resume_target(self) -> str:
+    def _resume_target(self) -> "tuple[str, Optional[Dict[str, Any]]]":
+        """The newest checkpoint that verifies (``last_checkpoint``'s first) and its manifest
+        (``None`` for LiBai's layout), or ``("", None)``; each one refused is warned about."""
         if self._writer and os.path.isdir(self.save_dir):
             clean_leftovers(self.save_dir)
-        return self.get_checkpoint_file()
+        if not self.get_checkpoint_file():
+            return "", None
+        refused = []
+        for name in resume_candidates(self.save_dir):
+            path = os.path.join(self.save_dir, name)
+            try:
+                if detect_format(path) == LIBAI_UPSTREAM:
+                    manifest = None
+                else:
+                    manifest = verify_checkpoint(path, verify_enabled(self.verify))
+            except CheckpointError as exc:
+                kept = set_aside(self.save_dir, name) if self._writer and os.path.isdir(path) else name
+                logger.warning("Not resuming from %s: %s It is kept as %s.", path, exc, kept)
+                refused.append(name)
+                continue
+            if refused:
+                logger.warning("Resuming from %s, the newest checkpoint that verifies, instead of "
+                               "%s, which failed verification (kept, renamed, see above)",
+                               path, ", ".join(refused))
+            return path, manifest
+        raise CheckpointError(
+            f"no checkpoint in {self.save_dir} verifies (tried {', '.join(refused)}; the warnings "
+            "above name each bad file). Restore one from a copy, or start without --resume."
+        )
 
     def _load_libai_layout(self, path: str, checkpointables: Optional[Iterable[str]]) -> Dict[str, Any]:
         """Load a checkpoint written by upstream LiBai's ``Checkpointer`` (see

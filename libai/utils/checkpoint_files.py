@@ -4,8 +4,9 @@ Everything here runs on the one process that writes (rank 0) and needs no OneFlo
 of the format can be read, and tested, in one place:
 
 * ``save_dir/<name>/`` holds one ``flow.save`` directory per part and ``manifest.json``, which
-  is written *last* and records the size of every file. No manifest means "incomplete"; a file
-  of another size means "corrupt".
+  is written *last* and records the size and the content checksum of every file
+  (:mod:`libai.utils.checkpoint_checksums`). No manifest means "incomplete"; a file of another
+  size or content means "corrupt", and the error names the first such file.
 * A checkpoint is built under ``save_dir/.tmp-<name>-<pid>`` and renamed into place; an existing
   checkpoint of the same name is first moved to ``.old-<name>-<pid>``. ``last_checkpoint`` is
   replaced with ``os.replace`` only after the rename.
@@ -22,6 +23,8 @@ import shutil
 import time
 from typing import Any, Dict, List, Optional
 
+from libai.utils.checkpoint_checksums import first_mismatch, hash_files
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -33,6 +36,8 @@ __all__ = [
     "keep_last_checkpoints",
     "list_checkpoints",
     "read_last_checkpoint",
+    "resume_candidates",
+    "set_aside",
     "detect_format",
     "verify_checkpoint",
     "weights_kind",
@@ -46,6 +51,7 @@ MODEL_PART = "model"
 EXTRA_PART = "extra"
 TMP_PREFIX = ".tmp-"
 OLD_PREFIX = ".old-"
+CORRUPT = ".corrupt-"  # a checkpoint that failed verification on resume is set aside under this
 _LEFTOVER = re.compile(r"^\.(tmp|old)-(.+)-(\d+)$")
 
 
@@ -73,6 +79,8 @@ def finalize_checkpoint(
         "format": FORMAT, "version": VERSION, "name": os.path.basename(final),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "world_size": world_size,
         "parts": parts, "extra_keys": extra_keys, "files": files,
+        # hashed after the sync: flow.save does not hand us the bytes, the page cache still has them
+        "checksums": hash_files(tmp, files),
     }
     # descriptive additions (model class, optimizer parameter names) never replace the above
     manifest.update({k: v for k, v in (info or {}).items() if k not in manifest})
@@ -121,6 +129,32 @@ def list_checkpoints(save_dir: str) -> List[str]:
         except CheckpointError:
             pass
     return sorted(names)
+
+
+def set_aside(save_dir: str, name: str) -> str:
+    """Rename the checkpoint ``name``, which failed verification, to ``<name>.corrupt-<time>``
+    so that a later save under the same name cannot replace it (it is evidence, never deleted)
+    and retention and resume skip it; return the new name."""
+    new = f"{name}{CORRUPT}{time.strftime('%Y%m%d-%H%M%S')}"
+    os.rename(os.path.join(save_dir, name), os.path.join(save_dir, new))
+    _fsync_path(save_dir)
+    return new
+
+
+def resume_candidates(save_dir: str) -> List[str]:
+    """Names to resume from, in order of preference: the one ``last_checkpoint`` names, then
+    every other complete checkpoint, newest first (by the time its manifest, or for LiBai's
+    layout its directory, was written). ``--resume`` takes the first that verifies."""
+    last = read_last_checkpoint(save_dir)
+
+    def written(name: str) -> float:
+        full = os.path.join(save_dir, name)
+        marker = os.path.join(full, MANIFEST)
+        return os.path.getmtime(marker if os.path.isfile(marker) else full)
+
+    others = sorted((n for n in list_checkpoints(save_dir) if n != last and CORRUPT not in n),
+                    key=written, reverse=True)
+    return ([last] if last else []) + others
 
 
 # The formats a directory can be in, as detect_format names them.
@@ -199,9 +233,10 @@ def detect_format(path: str) -> str:
     )
 
 
-def verify_checkpoint(path: str) -> Dict[str, Any]:
+def verify_checkpoint(path: str, checksums: bool = True) -> Dict[str, Any]:
     """Return the manifest of a complete libai checkpoint at ``path``, or raise a clear error
-    (which also names the format found when ``path`` is in another one)."""
+    (which also names the format found when ``path`` is in another one, or the first file whose
+    size or, with ``checksums``, content differs from the manifest)."""
     kind = detect_format(path)
     if kind == STATE_DICT:
         raise CheckpointError(
@@ -236,16 +271,29 @@ def verify_checkpoint(path: str) -> Dict[str, Any]:
             )
     if MODEL_PART not in parts:
         raise CheckpointError(f"checkpoint {path} is corrupt: it has no {MODEL_PART!r} part")
+    if checksums:
+        try:
+            bad = first_mismatch(path, manifest.get("checksums"))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CheckpointError(f"checkpoint {path} is corrupt: unreadable checksums in "
+                                  f"{MANIFEST} ({exc})") from exc
+        if bad:
+            rel, expected, actual = bad
+            raise CheckpointError(
+                f"checkpoint {path} is corrupt: the content of {rel} changed since it was saved "
+                f"(checksum {actual}, the manifest says {expected}). Load an earlier checkpoint "
+                "(Checkpointer.get_all_checkpoint_files()); the file is left as it is."
+            )
     return manifest
 
 
-def weights_kind(path: str) -> str:
+def weights_kind(path: str, checksums: bool = True) -> str:
     """Where the model weights of ``path`` are: ``"checkpoint"`` (a libai checkpoint, verified),
     ``"libai-upstream"`` (LiBai's layout: ``path/model``) or ``"state_dict"`` (``path`` itself);
     anything else raises the reason it is none of them."""
     kind = detect_format(path)
     if kind == LIBAI:
-        verify_checkpoint(path)
+        verify_checkpoint(path, checksums)
         return "checkpoint"
     return kind
 

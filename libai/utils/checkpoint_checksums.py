@@ -1,0 +1,94 @@
+"""Content checksums of checkpoint files: computed at save, checked at load.
+
+A checkpoint's ``manifest.json`` records every file's size (a truncated file is caught by a
+``stat``); a size cannot see a flipped bit on disk or in transit. So the manifest also holds
+``"checksums": {"algorithm": "xxh3_128", "files": {relative path: hex digest}}`` and loading
+re-hashes every file and compares.
+
+Why these choices:
+
+* **xxh3_128** (the ``xxhash`` package): a non-cryptographic hash that runs at memory speed
+  (several GB/s per core), so hashing costs a small fraction of writing; the goal is to catch
+  storage corruption, not an adversary.
+* **Hashed after the sync, by re-reading.** ``flow.save`` writes the files itself and does not
+  hand us the bytes, so they are read back once the data are durable; they are still in the page
+  cache then, so the re-read costs memory bandwidth, not disk I/O
+  (``benchmarks/checkpoint_checksum_cost.py`` measures the ratio to the save time).
+* **Skippable** for trusted storage: ``LIBAI_CHECKPOINT_VERIFY=0`` in the environment, or
+  ``train.checkpointer.verify=False`` (passed to ``Checkpointer(verify=...)``). The environment
+  wins over the configuration, so a restart can skip it without editing the config.
+* Checkpoints written before checksums existed load as before; that their content cannot be
+  checked is said once per process.
+"""
+import logging
+import os
+from typing import Dict, Iterable, Optional, Tuple
+
+import xxhash
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ALGORITHM", "ENV_VERIFY", "hash_file", "hash_files", "first_mismatch", "verify_enabled"]
+
+ALGORITHM = "xxh3_128"
+ENV_VERIFY = "LIBAI_CHECKPOINT_VERIFY"
+_CHUNK = 8 << 20  # 8 MiB reads: large enough that the per-call cost vanishes
+_FALSE = {"0", "false", "no", "off"}
+_TRUE = {"1", "true", "yes", "on"}
+_said_unchecked = False
+
+
+def hash_file(path: str) -> str:
+    """The xxh3_128 hex digest of the file at ``path``, read in chunks into one reused buffer."""
+    digest = xxhash.xxh3_128()
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            digest.update(view[:n])
+    return digest.hexdigest()
+
+
+def hash_files(root: str, rels: Iterable[str]) -> Dict[str, object]:
+    """The manifest's ``checksums`` entry for the files ``rels`` (relative to ``root``)."""
+    return {"algorithm": ALGORITHM,
+            "files": {rel: hash_file(os.path.join(root, rel)) for rel in sorted(rels)}}
+
+
+def first_mismatch(root: str, checksums: Optional[dict]) -> Optional[Tuple[str, str, str]]:
+    """``(relative path, expected, actual)`` of the first file (sorted by path) whose content
+    differs from the manifest, or ``None`` when all match. ``checksums`` is the manifest's entry;
+    ``None`` (a checkpoint written before checksums) is said once per process and passes."""
+    global _said_unchecked
+    if not checksums:
+        if not _said_unchecked:
+            _said_unchecked = True
+            logger.info("Checkpoint %s was written before libai recorded checksums: its file sizes "
+                        "are checked, its content cannot be (said once)", root)
+        return None
+    algorithm = checksums.get("algorithm")
+    if algorithm != ALGORITHM:
+        raise ValueError(f"checksum algorithm {algorithm!r} is unknown to this libai "
+                         f"(it knows {ALGORITHM!r}); upgrade libai")
+    for rel, expected in sorted(checksums["files"].items()):
+        actual = hash_file(os.path.join(root, rel))
+        if actual != expected:
+            return rel, expected, actual
+    return None
+
+
+def verify_enabled(configured: Optional[bool] = None) -> bool:
+    """Whether to check checksums: ``$LIBAI_CHECKPOINT_VERIFY`` if set, else ``configured``,
+    else yes."""
+    raw = os.environ.get(ENV_VERIFY, "").strip().lower()
+    if raw in _FALSE:
+        return False
+    if raw in _TRUE:
+        return True
+    if raw:
+        raise ValueError(f"{ENV_VERIFY}={os.environ[ENV_VERIFY]!r} is not a yes/no value; "
+                         "use 0 (skip checksum verification, for trusted storage) or 1")
+    return True if configured is None else bool(configured)
