@@ -74,6 +74,12 @@ train = dict(
     # table of modules, parameters and output shapes after the first step, logged and written to
     # output_dir/model-summary.txt; modules deeper than max_depth are folded into their parents
     model_summary=dict(enabled=True, max_depth=3, output_shapes=True),
+    # hang watchdog (docs/long_runs.md): a training step, evaluation batch or checkpoint save
+    # longer than `factor` x its median over the last `window` ones and than `floor` seconds writes
+    # every rank's stacks to output_dir/watchdog/; one longer than `timeout` seconds ends the run
+    # (exit 124) so that the launcher can restart it. $LIBAI_WATCHDOG=0 turns it off,
+    # LIBAI_WATCHDOG=timeout=600,floor=60 overrides keys
+    watchdog=dict(enabled=True, factor=10.0, floor=300.0, timeout=1800.0, window=50),
 )
 
 
