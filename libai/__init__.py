@@ -20,7 +20,8 @@ In a launched rank it asks for SIGTERM when the launcher dies (see
 """
 from libai._runtime import (
     align_local_rank, choose_blas_kernels, choose_cpu_elementwise_kernels, choose_vm_threading,
-    preload_cuda_libraries, route_matrix_products, stop_with_launcher, wait_for_rank0,
+    preload_cuda_libraries, report_import_order, route_matrix_products, stop_with_launcher,
+    wait_for_rank0,
 )
 
 choose_blas_kernels()
@@ -31,6 +32,7 @@ align_local_rank()
 stop_with_launcher()
 wait_for_rank0()
 preload_cuda_libraries()
+report_import_order()  # oneflow came first (and libai_import_hook.pth is not installed): say so
 
 __version__ = "0.1.0"
 

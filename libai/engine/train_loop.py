@@ -115,6 +115,10 @@ class TrainerBase:
             iteration whose weights it evaluated (set by :meth:`publish_evaluation`).
     """
 
+    # marks each training step (``before_step`` and ``run_step``) for hang detection
+    # (:mod:`libai.engine.watchdog`); a no-op unless a trainer sets one (DefaultTrainer does)
+    watchdog: Any = NO_WATCHDOG
+
     def __init__(self) -> None:
         self._hooks: List[HookBase] = []
         self.iter: int = 0
