@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import libai  # noqa: E402,F401  (before oneflow)
 import oneflow as flow  # noqa: E402
 
 from libai.utils import checkpoint_files  # noqa: E402
