@@ -249,7 +249,8 @@ class Watchdog(_NoWatchdog):
 
     def peers(self) -> List[dict]:
         """Every rank's latest heartbeat (this one's included), by rank; a rank silent for more
-        than three wake-ups is marked so (its process may be frozen, or gone)."""
+        than three wake-ups (and 5 s) is marked so (its process may be frozen, or gone) and not counted
+        as late."""
         beats = []
         for rank in range(self.world_size):
             try:
@@ -258,8 +259,11 @@ class Watchdog(_NoWatchdog):
             except (OSError, ValueError):
                 beat = {"rank": rank, "where": "no heartbeat file yet", "late": False, "updated": None}
             age = time.time() - beat["updated"] if beat.get("updated") else None
-            if age is not None and age > 3 * self.settings.poll and beat["where"] != "finished":
+            if age is not None and age > max(3 * self.settings.poll, 5.0) and beat["where"] != "finished":
+                # frozen, gone, or left by an earlier attempt (before a restart): its "late" is
+                # not news, and where it was is only a last known place
                 beat["where"] += f" (no heartbeat for {age:.0f} s)"
+                beat["late"] = False
             beats.append(beat)
         return beats
 
