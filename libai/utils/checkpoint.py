@@ -37,7 +37,7 @@ import oneflow as flow
 
 from libai.utils import distributed as dist
 from libai.utils import checkpoint_upstream as upstream
-from libai.utils.checkpoint_checksums import verify_enabled
+from libai.utils.checkpoint_checksums import say_unchecked, verify_enabled
 from libai.utils.checkpoint_collective import all_gather_objects, decide_on_rank0
 from libai.utils.checkpoint_files import (
     EXTRA_PART,
@@ -226,6 +226,7 @@ class Checkpointer:
         path = self._resolve(path)
         kind = self._decide_on_rank0(lambda: detect_format(path))
         if kind == LIBAI_UPSTREAM:
+            self._say_unchecked(path, kind)
             return self._load_libai_layout(path, checkpointables)
         manifest = self._verified.pop(path, None) or self._decide_on_rank0(
             lambda: verify_checkpoint(path, verify_enabled(self.verify)))
@@ -252,6 +253,8 @@ class Checkpointer:
         """
         path = self._resolve(path)
         kind = self._decide_on_rank0(lambda: weights_kind(path, verify_enabled(self.verify)))
+        if kind != "checkpoint":
+            self._say_unchecked(path, kind)
         weights = path if kind == "state_dict" else os.path.join(path, MODEL_PART)
         state = self._read(weights, path)
         report = LoadReport(loaded_parts=[MODEL_PART],
@@ -282,6 +285,11 @@ class Checkpointer:
         else:
             logger.info("No weights to load: starting from scratch")
         return {}
+
+    def _say_unchecked(self, path: str, kind: str) -> None:
+        if verify_enabled(self.verify):
+            say_unchecked(path, f"is {FORMAT_NAMES[kind]}, which records no checksums: its content "
+                                "cannot be verified")
 
     def _resume_target(self) -> "tuple[str, Optional[Dict[str, Any]]]":
         """The newest checkpoint that verifies (``last_checkpoint``'s first) and its manifest

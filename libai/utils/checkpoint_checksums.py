@@ -17,8 +17,8 @@ Why these choices:
 * **Skippable** for trusted storage: ``LIBAI_CHECKPOINT_VERIFY=0`` in the environment, or
   ``train.checkpointer.verify=False`` (passed to ``Checkpointer(verify=...)``). The environment
   wins over the configuration, so a restart can skip it without editing the config.
-* Checkpoints written before checksums existed load as before; that their content cannot be
-  checked is said once per process.
+* Checkpoints written before checksums existed, LiBai's (no manifest) and plain ``flow.save``
+  directories load as before; that their content cannot be checked is said once per process.
 """
 import logging
 import mmap
@@ -29,7 +29,8 @@ import xxhash
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ALGORITHM", "ENV_VERIFY", "hash_file", "hash_files", "first_mismatch", "verify_enabled"]
+__all__ = ["ALGORITHM", "ENV_VERIFY", "hash_file", "hash_files", "first_mismatch", "say_unchecked",
+           "verify_enabled"]
 
 ALGORITHM = "xxh3_128"
 ENV_VERIFY = "LIBAI_CHECKPOINT_VERIFY"
@@ -68,12 +69,9 @@ def first_mismatch(root: str, checksums: Optional[dict]) -> Optional[Tuple[str, 
     """``(relative path, expected, actual)`` of the first file (sorted by path) whose content
     differs from the manifest, or ``None`` when all match. ``checksums`` is the manifest's entry;
     ``None`` (a checkpoint written before checksums) is said once per process and passes."""
-    global _said_unchecked
     if not checksums:
-        if not _said_unchecked:
-            _said_unchecked = True
-            logger.info("Checkpoint %s was written before libai recorded checksums: its file sizes "
-                        "are checked, its content cannot be (said once)", root)
+        say_unchecked(root, "was written before libai recorded checksums: its file sizes are "
+                            "checked, its content cannot be")
         return None
     algorithm = checksums.get("algorithm")
     if algorithm != ALGORITHM:
@@ -84,6 +82,15 @@ def first_mismatch(root: str, checksums: Optional[dict]) -> Optional[Tuple[str, 
         if actual != expected:
             return rel, expected, actual
     return None
+
+
+def say_unchecked(path: str, why: str) -> None:
+    """Log, once per process, that a checkpoint's content cannot be verified and why (written
+    before checksums; LiBai's format or a plain ``flow.save`` directory, which have none)."""
+    global _said_unchecked
+    if not _said_unchecked:
+        _said_unchecked = True
+        logger.info("Checkpoint %s %s (said once)", path, why)
 
 
 def verify_enabled(configured: Optional[bool] = None) -> bool:

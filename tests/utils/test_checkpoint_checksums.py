@@ -135,3 +135,17 @@ def test_old_checkpoint_without_checksums_loads_with_one_message(tmp_path, caplo
                 np.testing.assert_array_equal(value.numpy(), state[key].numpy(), err_msg=key)
     said = [r.getMessage() for r in caplog.records if "before libai recorded checksums" in r.getMessage()]
     assert len(said) == 1 and copies[0] in said[0]
+
+
+def test_a_plain_flow_save_directory_loads_saying_it_has_no_checksums(tmp_path, caplog, monkeypatch):
+    monkeypatch.delenv(checkpoint_checksums.ENV_VERIFY, raising=False)
+    monkeypatch.setattr(checkpoint_checksums, "_said_unchecked", False)
+    source = _net(3)
+    flow.save(source.state_dict(), str(tmp_path / "weights"))
+    model = _net(4)
+    with caplog.at_level(logging.INFO, logger="libai.utils.checkpoint_checksums"):
+        Checkpointer(model).load_weights_only(str(tmp_path / "weights"))
+    for key, value in _values(model).items():
+        np.testing.assert_array_equal(value, _values(source)[key], err_msg=key)
+    assert any("a plain flow.save directory (one state dict), which records no checksums" in r.getMessage()
+               for r in caplog.records)
