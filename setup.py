@@ -7,6 +7,11 @@ directory after installation.
 ``libai/csrc/cblas_vector.c`` becomes ``libai/_cblas_vector*.so``, the adapter through which
 OneFlow's CPU matrix products reach the OpenBLAS of ``scipy-openblas32`` (see ``libai._blas.route_matrix_products``).
 It is optional: without a C compiler the build says so and libai keeps OneFlow's own sgemm.
+
+``libai_import_hook.pth`` goes to the root of site-packages with the top-level module
+``libai_import_hook``: at interpreter start-up it makes the first ``import oneflow`` import libai
+first, so that libai's process-wide choices apply whatever order a script imports them in (see
+that module). ``tools/setup_env.sh`` writes the same file for its editable install.
 """
 import os
 import shutil
@@ -27,6 +32,8 @@ class BuildWithConfigs(build_py):
         if os.path.isdir(src):
             shutil.rmtree(dst, ignore_errors=True)
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        # at the root of the build, the .pth lands at the root of site-packages (purelib)
+        shutil.copy(os.path.join(HERE, "libai_import_hook.pth"), self.build_lib)
 
 
 setup(
@@ -34,6 +41,7 @@ setup(
     version="0.1.0",
     description="Lazy-config training library on OneFlow: eager and graph, data/tensor/pipeline parallel",
     packages=find_packages(exclude=("tests", "tests.*", "projects", "projects.*", "benchmarks")),
+    py_modules=["libai_import_hook"],  # with libai_import_hook.pth (BuildWithConfigs)
     python_requires=">=3.7,<3.11",
     install_requires=[
         "oneflow==0.9.0",

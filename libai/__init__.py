@@ -22,7 +22,7 @@ after a join timeout (:mod:`libai._join`).
 """
 from libai._runtime import (
     align_local_rank, choose_blas_kernels, choose_cpu_elementwise_kernels, choose_vm_threading,
-    preload_cuda_libraries, route_matrix_products, stop_with_launcher,
+    preload_cuda_libraries, report_import_order, route_matrix_products, stop_with_launcher,
 )
 from libai._join import check_launch, wait_for_master, watch_rendezvous
 
@@ -36,6 +36,7 @@ check_launch()
 wait_for_master()
 watch_rendezvous()
 preload_cuda_libraries()
+report_import_order()  # oneflow came first (and libai_import_hook.pth is not installed): say so
 
 __version__ = "0.1.0"
 

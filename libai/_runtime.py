@@ -189,8 +189,16 @@ def choose_vm_threading(environ: Optional[MutableMapping[str, str]] = None,
     before OneFlow loads; a value the user set is kept, and with a GPU OneFlow's default stands.
     Returns ``{"value", "source"}`` for the environment table.
     """
-    return _set_unless_gpu_or_user(VM_THREAD_VARIABLE, "0", "CPU kernels on the scheduler thread",
-                                   environ, has_gpu)
+    if "oneflow" in sys.modules and environ is None and VM_THREAD_VARIABLE not in os.environ:
+        # OneFlow reads it when its virtual machine starts, at ``import oneflow``
+        _vm_choice.update(value="", source="too late")
+        return dict(_vm_choice)
+    _vm_choice.update(_set_unless_gpu_or_user(VM_THREAD_VARIABLE, "0", "CPU kernels on the scheduler thread",
+                                              environ, has_gpu))
+    return dict(_vm_choice)
+
+
+_vm_choice: Dict[str, str] = {}
 
 
 def _set_unless_gpu_or_user(variable: str, value: str, why: str,
@@ -278,3 +286,45 @@ def stop_with_launcher(environ: Optional[MutableMapping[str, str]] = None) -> Op
     if os.getppid() != parent:  # the launcher died before the request took effect
         os.kill(os.getpid(), signal.SIGTERM)
     return int(signal.SIGTERM)
+
+
+# ---------------------------------------------------------------------------------------------
+# When oneflow came first
+# ---------------------------------------------------------------------------------------------
+IMPORT_HOOK_FIX = (
+    "import libai before oneflow, or install libai's start-up hook, which imports libai at the "
+    "first `import oneflow` in any order: `pip install .` installs it, tools/setup_env.sh writes "
+    "it for the editable install (libai_import_hook.pth in site-packages)"
+)
+_import_order_reported = False
+
+
+def lost_to_import_order() -> List[str]:
+    """The process-wide choices this ``import libai`` could not make because OneFlow was
+    already loaded (empty when libai came first, or with OneFlow's defaults wanted anyway)."""
+    lost = []
+    if blas_choice().get("source") == "too late":
+        lost.append(f"{BLAS_VARIABLE} (OpenBLAS kernels for this processor; OneFlow's OpenBLAS "
+                    "falls back to generic ones on some processors)")
+    if matrix_route().get("reason", "").startswith("oneflow was imported before libai"):
+        lost.append("the route of CPU matrix products to a current OpenBLAS (one-row products "
+                    "as GEMV, 5-10x faster in generation)")
+    if _vm_choice.get("source") == "too late":
+        lost.append(f"{VM_THREAD_VARIABLE}=0 (CPU kernels on the scheduler thread; OneFlow's "
+                    "default keeps a second core spinning)")
+    return lost
+
+
+def report_import_order() -> List[str]:
+    """Warn once per process, at ``import libai``, naming what importing oneflow first cost and
+    the fix; return what was lost. (``ONEFLOW_ENABLE_ONEDNN_OPTS`` is not lost: OneFlow reads it
+    at each operation, so libai's choice applies in either order.)"""
+    global _import_order_reported
+    lost = lost_to_import_order()
+    if lost and not _import_order_reported:
+        _import_order_reported = True
+        warnings.warn(
+            "oneflow was imported before libai, so this process runs without libai's choices: "
+            + "; ".join(lost) + ". CPU training and generation can be up to 2x slower. Fix: "
+            + IMPORT_HOOK_FIX + ".", RuntimeWarning, stacklevel=3)
+    return lost

@@ -117,3 +117,70 @@ def test_waiting_gives_up_after_the_timeout_when_nobody_listens():
 ], ids=["rank0", "one-process", "no-master", "not-launched"])
 def test_rank0_and_unlaunched_processes_do_not_wait(env):
     assert wait_for_rank0(env, timeout=5.0) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Import order: libai_import_hook.pth, or one warning (issue #35 item 2)
+# ---------------------------------------------------------------------------------------------
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CHOICE_VARIABLES = ("OPENBLAS_CORETYPE", "LIBAI_OPENBLAS_CORETYPE_CHOSEN", "LIBAI_CBLAS_ROUTE",
+                     "ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD", "ONEFLOW_ENABLE_ONEDNN_OPTS", "LIBAI_IMPORT_HOOK")
+_ONEFLOW_FIRST = """
+import json, site, sys, warnings
+if sys.argv[1]:
+    site.addsitedir(sys.argv[1])  # processes the .pth as site-packages does at start-up
+    assert "libai" not in sys.modules and "oneflow" not in sys.modules  # start-up stays light
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import oneflow
+    import libai
+    import libai._runtime as runtime
+    runtime.report_import_order()  # a second call says nothing more
+said = [str(w.message) for w in caught if "imported before libai" in str(w.message)]
+print(json.dumps({"said": said, "lost": runtime.lost_to_import_order(),
+                  "route": runtime.matrix_route()["active"], "blas": runtime.blas_choice()["source"]}))
+"""
+
+
+def _oneflow_first(site_dir, tmp_path):
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in _CHOICE_VARIABLES}
+    env.update(PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-c", _ONEFLOW_FIRST, site_dir], env=env, cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_oneflow_imported_first_without_the_hook_warns_once_naming_the_losses_and_fix(tmp_path):
+    got = _oneflow_first("", tmp_path)
+    assert len(got["said"]) == 1 and got["blas"] == "too late"
+    assert any("OPENBLAS_CORETYPE" in item for item in got["lost"])
+    assert "ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD" in got["said"][0]
+    assert "Fix: import libai before oneflow, or install libai's start-up hook" in got["said"][0]
+
+
+def test_oneflow_imported_first_with_the_hook_gets_libais_choices(tmp_path):
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    with open(os.path.join(REPO, "libai_import_hook.pth")) as f:
+        (site_dir / "libai_import_hook.pth").write_text(f.read())
+    got = _oneflow_first(str(site_dir), tmp_path)
+    assert got["said"] == [] and got["lost"] == [] and got["blas"] in ("libai", "none")
+    # the route is as if libai came first: on where the adapter is built
+    from libai._runtime import matrix_route
+    assert got["route"] == matrix_route()["active"]
+
+
+def test_the_pth_file_is_the_hooks_line_and_setup_ships_both(tmp_path):
+    import subprocess
+
+    import libai_import_hook
+
+    with open(os.path.join(REPO, "libai_import_hook.pth")) as f:
+        assert f.read() == libai_import_hook.PTH_LINE
+    subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(tmp_path)], cwd=REPO,
+                   check=True, capture_output=True, timeout=120)
+    assert (tmp_path / "libai_import_hook.pth").is_file() and (tmp_path / "libai_import_hook.py").is_file()

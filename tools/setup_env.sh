@@ -7,7 +7,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${LIBAI_VENV:-$root/.venv}"
 req="$root/requirements.txt"
 stamp="$venv/.libai-installed"
-want="$(cat "$req" "$root/setup.py" "$root"/libai/csrc/*.c | sha256sum | cut -d' ' -f1)"
+want="$(cat "$req" "$root/setup.py" "$root"/libai/csrc/*.c "$root/libai_import_hook.pth" | sha256sum | cut -d' ' -f1)"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
   exit 0
@@ -88,6 +88,10 @@ else
   pip_install -r "$req"
   pip_install --no-deps --no-build-isolation -e "$root"
 fi
+# The start-up hook that makes `import oneflow` import libai first (libai_import_hook.py): an
+# editable install does not copy setup.py's .pth into site-packages, so it is written here.
+site_dir="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cp "$root/libai_import_hook.pth" "$site_dir/libai_import_hook.pth"
 # Neither installer byte-compiles (all of site-packages: 8,000 files, ~40 CPU-s). Importing what
 # a training process and a test process load, with bytecode writing on, compiles just those
 # modules (~1,800) once: with PYTHONDONTWRITEBYTECODE set, as on some machines, every process

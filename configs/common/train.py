@@ -27,9 +27,9 @@ train = dict(
     nccl_fusion_threshold_mb=16,
     nccl_fusion_max_ops=24,
     zero_optimization=dict(enabled=False, stage=1),  # shard optimizer state (ZeRO stage 1-3)
-    # save every `period` iters; keep newest N; verify_checksums=False skips the content check on
-    # load and resume (trusted storage; sizes are still checked)
-    checkpointer=dict(period=5000, max_to_keep=100, verify_checksums=True),
+    # save every `period` iters; keep newest N; verify: check every file's checksum when loading
+    # (False only for trusted storage; $LIBAI_CHECKPOINT_VERIFY=0/1 overrides)
+    checkpointer=dict(period=5000, max_to_keep=100, verify=True),
     test_micro_batch_size=32,  # evaluation samples per data-parallel rank per batch
     evaluation=dict(
         enabled=True,  # evaluate during training
@@ -74,6 +74,12 @@ train = dict(
     # table of modules, parameters and output shapes after the first step, logged and written to
     # output_dir/model-summary.txt; modules deeper than max_depth are folded into their parents
     model_summary=dict(enabled=True, max_depth=3, output_shapes=True),
+    # hang watchdog (docs/long_runs.md): a training step, evaluation batch or checkpoint save
+    # longer than `factor` x its median over the last `window` ones and than `floor` seconds writes
+    # every rank's stacks to output_dir/watchdog/; one longer than `timeout` seconds ends the run
+    # (exit 124) so that the launcher can restart it. $LIBAI_WATCHDOG=0 turns it off,
+    # LIBAI_WATCHDOG=timeout=600,floor=60 overrides keys
+    watchdog=dict(enabled=True, factor=10.0, floor=300.0, timeout=1800.0, window=50),
 )
 
 

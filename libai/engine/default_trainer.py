@@ -40,6 +40,7 @@ from libai.engine.step_runners import EagerTrainer, GraphTrainer, call_run_step
 from libai.engine.support import check_supported
 from libai.engine.train_loop import TrainerBase
 from libai.engine.train_plan import resolve_batch_sizes, resolve_iterations
+from libai.engine.watchdog import NO_WATCHDOG, Watchdog, WatchdogSettings
 from libai.utils import distributed as dist
 
 __all__ = ["DefaultTrainer", "TrainingFailed"]
@@ -177,11 +178,25 @@ class DefaultTrainer(ConfigBuilders, DefaultHooks, CheckpointAndResume, Evaluati
                 f"of {self.max_iter}. Nothing to do (use --eval-only to evaluate it, or raise train.train_iter)."
             )
             return {}
-        super().train(self.start_iter, self.max_iter)
+        self.watchdog = self.build_watchdog(self.cfg)
+        try:
+            super().train(self.start_iter, self.max_iter)
+        finally:
+            self.watchdog.stop()
+            self.watchdog = NO_WATCHDOG
         if self.stop_failed:
             raise TrainingFailed(self._failure_message())
         eval_hook = self.get_hook("EvalHook")
         return dict(eval_hook.last_results) if eval_hook is not None else {}
+
+    @staticmethod
+    def build_watchdog(cfg: Any) -> Any:
+        """This rank's hang watchdog (``train.watchdog``, ``$LIBAI_WATCHDOG``), started; the
+        trainer marks its phases. Off: :data:`~libai.engine.watchdog.NO_WATCHDOG`."""
+        settings = WatchdogSettings.from_config(cfg.train.watchdog)
+        if not settings.enabled:
+            return NO_WATCHDOG
+        return Watchdog(settings, cfg.train.output_dir, dist.get_rank(), dist.get_world_size()).start()
 
     def state_dict(self) -> Dict[str, Any]:
         state = super().state_dict()

@@ -42,8 +42,11 @@ class EvaluationWiring:
     def _evaluate(self) -> Mapping[str, Any]:
         model = self.graph_eval if self.graph_eval is not None else self.model
         ema = self.get_hook("EMAHook")
+        loaders = self.test_loader if isinstance(self.test_loader, (list, tuple)) else [self.test_loader]
+        # each batch is a phase of the hang watchdog
+        loaders = [self.watchdog.watch(loader, "evaluation batch") for loader in loaders]
         with ema.evaluation_context() if ema is not None else contextlib.nullcontext():
-            results = self.test(self.cfg, self.test_loader, model, layout=self.layout)
+            results = self.test(self.cfg, loaders, model, layout=self.layout)
         self.model.train()
         return results
 

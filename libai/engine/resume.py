@@ -34,12 +34,12 @@ class CheckpointAndResume:
         return Checkpointer(
             self.model,
             cfg.train.output_dir,
+            verify=cfg.train.checkpointer.verify,
             optimizer=optimizer,
             lr_scheduler=self.lr_scheduler,
             trainer=self,
             rng=RNGState(),
             optimizer_step=self.optimizer_step,
-            verify_checksums=cfg.train.checkpointer.verify_checksums,
         )
 
     def resume_or_load(self, resume: bool = True) -> None:
@@ -47,9 +47,9 @@ class CheckpointAndResume:
         scheduler, iteration, RNG, sampler position). Otherwise load ``train.load_weight`` (model
         weights only) if set, or start from scratch. Safe to leave ``--resume`` on always."""
         if resume and self.checkpointer.has_checkpoint():
-            path = self.checkpointer.get_checkpoint_file()
-            extra = self.checkpointer.resume_or_load(path, resume=True)
-            path = self.checkpointer.loaded_path or path  # an older one if the newest is corrupt
+            extra = self.checkpointer.resume_or_load(None, resume=True)
+            # the newest checkpoint that verifies: last_checkpoint's, or an earlier one
+            path = self.checkpointer.last_loaded
             # ``iteration`` is the last completed iteration the checkpoint holds.
             self.start_iter = int(extra.get("iteration", self.iter)) + 1
             if "trainer" not in self.checkpointer.last_load_report.loaded_parts:

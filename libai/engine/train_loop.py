@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 import oneflow as flow
 
+from libai.engine.watchdog import NO_WATCHDOG
 from libai.utils import distributed as dist
 from libai.utils.events import EventStorage, get_event_storage
 
@@ -39,6 +40,11 @@ class HookBase:
     """
 
     trainer: Any = None
+
+    def watchdog_phase(self, phase: str, index: int) -> Any:
+        """A context marking ``phase`` for the trainer's hang watchdog (a checkpoint save...);
+        nothing when the hook is not registered or the trainer has no watchdog."""
+        return getattr(self.trainer, "watchdog", NO_WATCHDOG).phase(phase, index)
 
     @property
     def name(self) -> str:
@@ -108,6 +114,10 @@ class TrainerBase:
         latest_eval_results, latest_eval_iter: what the latest evaluation reported, and the
             iteration whose weights it evaluated (set by :meth:`publish_evaluation`).
     """
+
+    # marks each training step (``before_step`` and ``run_step``) for hang detection
+    # (:mod:`libai.engine.watchdog`); a no-op unless a trainer sets one (DefaultTrainer does)
+    watchdog: Any = NO_WATCHDOG
 
     def __init__(self) -> None:
         self._hooks: List[HookBase] = []
@@ -210,9 +220,12 @@ class TrainerBase:
                 self._storage_state = None
             try:
                 self.before_train()
+                watchdog = self.watchdog
                 for self.iter in range(start_iter, max_iter):
+                    watchdog.begin("training step", self.iter)
                     self.before_step()
                     self.run_step()
+                    watchdog.end()
                     self.after_step()
                     if self.stop_reason is not None:
                         break

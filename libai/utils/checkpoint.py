@@ -37,6 +37,7 @@ import oneflow as flow
 
 from libai.utils import distributed as dist
 from libai.utils import checkpoint_upstream as upstream
+from libai.utils.checkpoint_checksums import say_unchecked, verify_enabled
 from libai.utils.checkpoint_collective import all_gather_objects, decide_on_rank0
 from libai.utils.checkpoint_files import (
     EXTRA_PART,
@@ -53,9 +54,9 @@ from libai.utils.checkpoint_files import (
     finalize_checkpoint,
     keep_last_checkpoints,
     list_checkpoints,
-    newest_verified,
     read_last_checkpoint,
-    set_aside_corrupt,
+    resume_candidates,
+    set_aside,
     verify_checkpoint,
     weights_kind,
 )
@@ -95,8 +96,8 @@ class Checkpointer:
         save_to_disk: whether this process writes files. Defaults to "rank 0 only". Pass
             ``False`` on *every* rank to turn saving off; in a multi-process run only rank 0
             can write, because that is where global tensors are gathered.
-        verify_checksums: compare each file's checksum with the manifest when loading (None:
-            yes, unless ``LIBAI_SKIP_CHECKSUMS=1``); sizes are always compared.
+        verify: whether loading checks every file's checksum (``train.checkpointer.verify``);
+            ``False`` only for trusted storage. ``$LIBAI_CHECKPOINT_VERIFY`` overrides it.
         **checkpointables: named objects with ``state_dict()``/``load_state_dict()``
             (optimizer, scheduler, sampler, hooks, :class:`RNGState`, trainer state). An object
             with ``checkpoint_per_rank = True`` keeps one state per rank (see :class:`RNGState`).
@@ -104,7 +105,7 @@ class Checkpointer:
 
     def __init__(
         self, model: flow.nn.Module, save_dir: str = "", *, save_to_disk: Optional[bool] = None,
-        verify_checksums: Optional[bool] = None, **checkpointables: Any,
+        verify: Optional[bool] = None, **checkpointables: Any,
     ) -> None:
         for name, obj in [(MODEL_PART, model), *checkpointables.items()]:
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
@@ -131,9 +132,9 @@ class Checkpointer:
             )
         self._writer = self._enabled and dist.is_main_process()
         self.last_load_report = LoadReport()
-        self.verify_checksums = verify_checksums
-        self.loaded_path = ""  # the checkpoint the last load read (a resume may fall back)
-        self._verified = ""  # verified just now by the resume's choice: not hashed twice
+        self.verify = verify
+        self.last_loaded = ""  # the checkpoint the last load read (resume may fall back)
+        self._verified: Dict[str, Dict[str, Any]] = {}  # path -> manifest, checked by _resume_target
 
     # ----------------------------------------------------------------- saving
     def save(self, name: str, *, tag_last_checkpoint: bool = True, **extra: Any) -> str:
@@ -225,9 +226,10 @@ class Checkpointer:
         path = self._resolve(path)
         kind = self._decide_on_rank0(lambda: detect_format(path))
         if kind == LIBAI_UPSTREAM:
+            self._say_unchecked(path, kind)
             return self._load_libai_layout(path, checkpointables)
-        checksums = False if path == self._verified else self.verify_checksums
-        manifest = self._decide_on_rank0(lambda: verify_checkpoint(path, checksums))
+        manifest = self._verified.pop(path, None) or self._decide_on_rank0(
+            lambda: verify_checkpoint(path, verify_enabled(self.verify)))
         report = LoadReport(format=kind)
         names = self._select(checkpointables, manifest, report)
         load_model_state(self.model, self._read_part(path, MODEL_PART), path, report)
@@ -238,8 +240,8 @@ class Checkpointer:
         if report.skipped_parts:
             logger.info("Not loaded from %s: %s", path, ", ".join(report.skipped_parts))
         self.last_load_report = report
+        self.last_loaded = path
         logger.info("Loaded checkpoint %s (%s)", path, ", ".join(report.loaded_parts))
-        self.loaded_path = path
         return dict(self._read_part(path, EXTRA_PART))
 
     def load_weights_only(self, path: str) -> None:
@@ -250,25 +252,32 @@ class Checkpointer:
         weights, or the ``model`` part of a LiBai checkpoint).
         """
         path = self._resolve(path)
-        kind = self._decide_on_rank0(lambda: weights_kind(path, self.verify_checksums))
+        kind = self._decide_on_rank0(lambda: weights_kind(path, verify_enabled(self.verify)))
+        if kind != "checkpoint":
+            self._say_unchecked(path, kind)
         weights = path if kind == "state_dict" else os.path.join(path, MODEL_PART)
         state = self._read(weights, path)
         report = LoadReport(loaded_parts=[MODEL_PART],
                             format=LIBAI if kind == "checkpoint" else kind)
         load_model_state(self.model, state, path, report)
         self.last_load_report = report
+        self.last_loaded = path
         logger.info("Loaded model weights from %s", path)
 
     def resume_or_load(self, path: Optional[str], resume: bool = True) -> Dict[str, Any]:
         """Resume from ``last_checkpoint`` if asked and one exists, else load ``path`` as weights.
 
         Resuming loads every checkpointable and returns the saved extra data; loading weights
-        (or starting from scratch when ``path`` is empty) returns ``{}``. Call on every rank.
+        (or starting from scratch when ``path`` is empty) returns ``{}``. When the checkpoint
+        ``last_checkpoint`` names fails verification, the newest one that passes is resumed
+        from, with a warning naming the bad file; nothing is deleted. Call on every rank.
         """
         if resume:
-            last = self._decide_on_rank0(self._resume_target)
+            last, manifest = self._decide_on_rank0(self._resume_target)
             if last:
                 logger.info("Resuming from %s", last)
+                if manifest is not None:
+                    self._verified[last] = manifest
                 return self.load(last)
             logger.info("No checkpoint to resume from in %r", self.save_dir)
         if path:
@@ -277,30 +286,40 @@ class Checkpointer:
             logger.info("No weights to load: starting from scratch")
         return {}
 
-    def _resume_target(self) -> str:
-        """The checkpoint to resume from: ``last_checkpoint``'s if it verifies; else, with a
-        warning, the newest that does (the failing one is renamed ``<name>.corrupt``, kept)."""
+    def _say_unchecked(self, path: str, kind: str) -> None:
+        if verify_enabled(self.verify):
+            say_unchecked(path, f"is {FORMAT_NAMES[kind]}, which records no checksums: its content "
+                                "cannot be verified")
+
+    def _resume_target(self) -> "tuple[str, Optional[Dict[str, Any]]]":
+        """The newest checkpoint that verifies (``last_checkpoint``'s first) and its manifest
+        (``None`` for LiBai's layout), or ``("", None)``; each one refused is warned about."""
         if self._writer and os.path.isdir(self.save_dir):
             clean_leftovers(self.save_dir)
-        last = self.get_checkpoint_file()
-        if not last:
-            return ""
-        try:
-            if detect_format(last) == LIBAI:
-                verify_checkpoint(last, self.verify_checksums)
-        except CheckpointError as error:
-            others = [n for n in list_checkpoints(self.save_dir)
-                      if os.path.join(self.save_dir, n) != last]
-            fallback = newest_verified(self.save_dir, others, self.verify_checksums)
-            if not fallback:
-                raise CheckpointError(f"cannot resume from {self.save_dir}: {error} No other "
-                                      "checkpoint there verifies.") from None
-            kept = set_aside_corrupt(last) if self._writer else last
-            logger.warning("Resuming from %s, not from %s: %s It is kept as %s (not deleted).",
-                           fallback, last, error, kept)
-            last = fallback
-        self._verified = last
-        return last
+        if not self.get_checkpoint_file():
+            return "", None
+        refused = []
+        for name in resume_candidates(self.save_dir):
+            path = os.path.join(self.save_dir, name)
+            try:
+                if detect_format(path) == LIBAI_UPSTREAM:
+                    manifest = None
+                else:
+                    manifest = verify_checkpoint(path, verify_enabled(self.verify))
+            except CheckpointError as exc:
+                kept = set_aside(self.save_dir, name) if self._writer and os.path.isdir(path) else name
+                logger.warning("Not resuming from %s: %s It is kept as %s.", path, exc, kept)
+                refused.append(name)
+                continue
+            if refused:
+                logger.warning("Resuming from %s, the newest checkpoint that verifies, instead of "
+                               "%s, which failed verification (kept, renamed, see above)",
+                               path, ", ".join(refused))
+            return path, manifest
+        raise CheckpointError(
+            f"no checkpoint in {self.save_dir} verifies (tried {', '.join(refused)}; the warnings "
+            "above name each bad file). Restore one from a copy, or start without --resume."
+        )
 
     def _load_libai_layout(self, path: str, checkpointables: Optional[Iterable[str]]) -> Dict[str, Any]:
         """Load a checkpoint written by upstream LiBai's ``Checkpointer`` (see

@@ -4,10 +4,9 @@ Everything here runs on the one process that writes (rank 0) and needs no OneFlo
 of the format can be read, and tested, in one place:
 
 * ``save_dir/<name>/`` holds one ``flow.save`` directory per part and ``manifest.json``, which
-  is written *last* and records the size and the xxh3-64 checksum of every file. No manifest
-  means "incomplete"; a file of another size or checksum means "corrupt" (a storage fault that
-  flipped bytes leaves the size as it was: only the checksum sees it). Checkpoints written
-  before checksums were recorded are verified by size, and say so once.
+  is written *last* and records the size and the content checksum of every file
+  (:mod:`libai.utils.checkpoint_checksums`). No manifest means "incomplete"; a file of another
+  size or content means "corrupt", and the error names the first such file.
 * A checkpoint is built under ``save_dir/.tmp-<name>-<pid>`` and renamed into place; an existing
   checkpoint of the same name is first moved to ``.old-<name>-<pid>``. ``last_checkpoint`` is
   replaced with ``os.replace`` only after the rename.
@@ -18,14 +17,13 @@ import ctypes
 import functools
 import json
 import logging
-import mmap
 import os
 import re
 import shutil
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional
 
-import xxhash
+from libai.utils.checkpoint_checksums import first_mismatch, hash_files
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +36,10 @@ __all__ = [
     "keep_last_checkpoints",
     "list_checkpoints",
     "read_last_checkpoint",
+    "resume_candidates",
+    "set_aside",
     "detect_format",
     "verify_checkpoint",
-    "checksums_enabled",
-    "file_checksum",
-    "newest_verified",
-    "set_aside_corrupt",
     "weights_kind",
 ]
 
@@ -55,11 +51,8 @@ MODEL_PART = "model"
 EXTRA_PART = "extra"
 TMP_PREFIX = ".tmp-"
 OLD_PREFIX = ".old-"
+CORRUPT = ".corrupt-"  # a checkpoint that failed verification on resume is set aside under this
 _LEFTOVER = re.compile(r"^\.(tmp|old)-(.+)-(\d+)$")
-CHECKSUM = "xxh3_64"
-CORRUPT_SUFFIX = ".corrupt"  # a checkpoint that failed verification, kept for inspection
-SKIP_ENV = "LIBAI_SKIP_CHECKSUMS"  # "1": trusted storage, verify sizes only
-_SAID_NO_CHECKSUMS: Set[str] = set()  # checkpoints already reported as having none
 
 
 class CheckpointError(RuntimeError):
@@ -86,9 +79,8 @@ def finalize_checkpoint(
         "format": FORMAT, "version": VERSION, "name": os.path.basename(final),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "world_size": world_size,
         "parts": parts, "extra_keys": extra_keys, "files": files,
-        # Read back from the page cache right after the write: ~1/20 of the save's time.
-        "checksum": CHECKSUM,
-        "checksums": {rel: file_checksum(os.path.join(tmp, rel)) for rel in sorted(files)},
+        # hashed after the sync: flow.save does not hand us the bytes, the page cache still has them
+        "checksums": hash_files(tmp, files),
     }
     # descriptive additions (model class, optimizer parameter names) never replace the above
     manifest.update({k: v for k, v in (info or {}).items() if k not in manifest})
@@ -126,7 +118,7 @@ def list_checkpoints(save_dir: str) -> List[str]:
     names = []
     for name in os.listdir(save_dir):
         full = os.path.join(save_dir, name)
-        if name.startswith(".") or name.endswith(CORRUPT_SUFFIX) or not os.path.isdir(full):
+        if name.startswith(".") or not os.path.isdir(full):
             continue
         if os.path.isfile(os.path.join(full, MANIFEST)):
             names.append(name)
@@ -137,6 +129,32 @@ def list_checkpoints(save_dir: str) -> List[str]:
         except CheckpointError:
             pass
     return sorted(names)
+
+
+def set_aside(save_dir: str, name: str) -> str:
+    """Rename the checkpoint ``name``, which failed verification, to ``<name>.corrupt-<time>``
+    so that a later save under the same name cannot replace it (it is evidence, never deleted)
+    and retention and resume skip it; return the new name."""
+    new = f"{name}{CORRUPT}{time.strftime('%Y%m%d-%H%M%S')}"
+    os.rename(os.path.join(save_dir, name), os.path.join(save_dir, new))
+    _fsync_path(save_dir)
+    return new
+
+
+def resume_candidates(save_dir: str) -> List[str]:
+    """Names to resume from, in order of preference: the one ``last_checkpoint`` names, then
+    every other complete checkpoint, newest first (by the time its manifest, or for LiBai's
+    layout its directory, was written). ``--resume`` takes the first that verifies."""
+    last = read_last_checkpoint(save_dir)
+
+    def written(name: str) -> float:
+        full = os.path.join(save_dir, name)
+        marker = os.path.join(full, MANIFEST)
+        return os.path.getmtime(marker if os.path.isfile(marker) else full)
+
+    others = sorted((n for n in list_checkpoints(save_dir) if n != last and CORRUPT not in n),
+                    key=written, reverse=True)
+    return ([last] if last else []) + others
 
 
 # The formats a directory can be in, as detect_format names them.
@@ -215,56 +233,10 @@ def detect_format(path: str) -> str:
     )
 
 
-def checksums_enabled(verify: Optional[bool] = None) -> bool:
-    """Whether loads compare file checksums: ``verify`` when given (``train.checkpointer.
-    verify_checksums``), else on unless ``LIBAI_SKIP_CHECKSUMS=1`` (trusted storage)."""
-    if verify is not None:
-        return bool(verify)
-    return os.environ.get(SKIP_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
-
-
-def file_checksum(path: str) -> str:
-    """The xxh3-64 digest (hex) of a file's bytes.
-
-    The file is mapped rather than read: hashing the page cache in place is about twice as fast
-    as copying it into Python buffers first (benchmarks/bench_checksum.py)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return xxhash.xxh3_64_hexdigest(b"")
-        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-            return xxhash.xxh3_64_hexdigest(mapped)
-
-
-def _check_contents(path: str, manifest: Dict[str, Any], files: Dict[str, int]) -> None:
-    """Compare every file's checksum with the manifest's; the first mismatch raises."""
-    sums = manifest.get("checksums")
-    if sums is None:
-        if path not in _SAID_NO_CHECKSUMS:
-            _SAID_NO_CHECKSUMS.add(path)
-            logger.warning("Checkpoint %s has no checksums (written before libai recorded them): "
-                           "only its file sizes are verified", path)
-        return
-    if manifest.get("checksum", CHECKSUM) != CHECKSUM:
-        raise CheckpointError(f"checkpoint {path} uses checksum {manifest.get('checksum')!r}, "
-                              f"which this libai does not know ({CHECKSUM}); upgrade libai")
-    for rel in sorted(files):
-        actual, expected = file_checksum(os.path.join(path, rel)), sums.get(rel)
-        if actual != expected:
-            raise CheckpointError(
-                f"checkpoint {path} is corrupt: {rel} has checksum {actual}, the manifest says "
-                f"{expected} (its bytes changed after the save: a storage or copy fault). Load an "
-                f"earlier checkpoint (Checkpointer.get_all_checkpoint_files()); on storage you "
-                f"trust, {SKIP_ENV}=1 or train.checkpointer.verify_checksums=False skips this check."
-            )
-
-
-def verify_checkpoint(path: str, checksums: Optional[bool] = None) -> Dict[str, Any]:
+def verify_checkpoint(path: str, checksums: bool = True) -> Dict[str, Any]:
     """Return the manifest of a complete libai checkpoint at ``path``, or raise a clear error
-    (which also names the format found when ``path`` is in another one).
-
-    Sizes are always compared; contents too unless ``checksums`` (or, when it is None, the
-    environment: :func:`checksums_enabled`) says the storage is trusted."""
+    (which also names the format found when ``path`` is in another one, or the first file whose
+    size or, with ``checksums``, content differs from the manifest)."""
     kind = detect_format(path)
     if kind == STATE_DICT:
         raise CheckpointError(
@@ -299,41 +271,23 @@ def verify_checkpoint(path: str, checksums: Optional[bool] = None) -> Dict[str, 
             )
     if MODEL_PART not in parts:
         raise CheckpointError(f"checkpoint {path} is corrupt: it has no {MODEL_PART!r} part")
-    if checksums_enabled(checksums):
-        _check_contents(path, manifest, files)
+    if checksums:
+        try:
+            bad = first_mismatch(path, manifest.get("checksums"))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CheckpointError(f"checkpoint {path} is corrupt: unreadable checksums in "
+                                  f"{MANIFEST} ({exc})") from exc
+        if bad:
+            rel, expected, actual = bad
+            raise CheckpointError(
+                f"checkpoint {path} is corrupt: the content of {rel} changed since it was saved "
+                f"(checksum {actual}, the manifest says {expected}). Load an earlier checkpoint "
+                "(Checkpointer.get_all_checkpoint_files()); the file is left as it is."
+            )
     return manifest
 
 
-def newest_verified(save_dir: str, names: List[str], checksums: Optional[bool] = None) -> str:
-    """The newest of ``names`` (by manifest time, then name) that verifies, or ``""``."""
-    def created(name: str) -> float:
-        manifest = os.path.join(save_dir, name, MANIFEST)
-        return os.path.getmtime(manifest) if os.path.isfile(manifest) else 0.0
-
-    for name in sorted(names, key=lambda n: (created(n), n), reverse=True):
-        path = os.path.join(save_dir, name)
-        try:
-            if detect_format(path) == LIBAI:
-                verify_checkpoint(path, checksums)
-            return path
-        except CheckpointError as error:
-            logger.warning("Not resuming from %s either: %s", path, error)
-    return ""
-
-
-def set_aside_corrupt(path: str) -> str:
-    """Rename a checkpoint that failed verification to ``<name>.corrupt`` (or
-    ``<name>.corrupt-N``) and return the new path: kept for inspection, never deleted, and out of
-    the way of the save that will take its name again (which would replace it) and of retention."""
-    target, n = path.rstrip(os.sep) + CORRUPT_SUFFIX, 1
-    while os.path.exists(target):
-        target, n = f"{path.rstrip(os.sep)}{CORRUPT_SUFFIX}-{n}", n + 1
-    os.rename(path, target)
-    _fsync_path(os.path.dirname(target) or ".")
-    return target
-
-
-def weights_kind(path: str, checksums: Optional[bool] = None) -> str:
+def weights_kind(path: str, checksums: bool = True) -> str:
     """Where the model weights of ``path`` are: ``"checkpoint"`` (a libai checkpoint, verified),
     ``"libai-upstream"`` (LiBai's layout: ``path/model``) or ``"state_dict"`` (``path`` itself);
     anything else raises the reason it is none of them."""

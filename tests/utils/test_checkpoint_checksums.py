@@ -1,129 +1,151 @@
-"""Checkpoint integrity: every file's xxh3-64 checksum in the manifest, verified on load, on
-``train.load_weight`` and on resume (which falls back to the newest checkpoint that verifies)."""
+"""Checkpoint integrity: every file's content checksum in the manifest, verified on load,
+``load_weights_only`` (train.load_weight, the loaders) and ``--resume``, which falls back to the
+newest checkpoint that verifies. Old checkpoints (no checksums) still load, said once."""
 import json
 import logging
 import os
+import re
+import shutil
 
 import numpy as np
 import oneflow as flow
 import pytest
+import xxhash
 
-from libai.utils import checkpoint_files
+from libai.utils import checkpoint_checksums
 from libai.utils.checkpoint import Checkpointer, CheckpointError
-from libai.utils.checkpoint_files import MANIFEST, file_checksum, verify_checkpoint
+from libai.utils.weight_readers import load_weight
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OLD_FIXTURE = os.path.join(HERE, "fixtures", "checkpoint_v1", "model_0000003")
 
 
 def _net(seed):
     flow.manual_seed(seed)
-    return flow.nn.Sequential(flow.nn.Linear(4, 8), flow.nn.Linear(8, 3))
+    return flow.nn.Sequential(flow.nn.Linear(4, 6), flow.nn.ReLU(), flow.nn.Linear(6, 3))
 
 
-def _weights(model):
+def _values(model):
     return {k: v.numpy().copy() for k, v in model.state_dict().items()}
 
 
-def _flip_a_byte(checkpoint):
-    """Change one byte in the middle of the largest weight file, keeping its size."""
-    files = []
-    for folder, _, names in os.walk(os.path.join(checkpoint, "model")):
-        files += [os.path.join(folder, n) for n in names if n != "pickled_data"]
+def _flip_byte(path):
+    """Flip one bit in the middle of the model part's largest tensor file; return its name."""
+    files = [os.path.join(r, n) for r, _, ns in os.walk(os.path.join(path, "model")) for n in ns
+             if n not in ("pickled_data", "meta")]
     target = max(files, key=os.path.getsize)
     with open(target, "r+b") as f:
         f.seek(os.path.getsize(target) // 2)
         byte = f.read(1)
         f.seek(-1, os.SEEK_CUR)
-        f.write(bytes([byte[0] ^ 0x40]))
-    return os.path.relpath(target, checkpoint)
+        f.write(bytes([byte[0] ^ 0x10]))
+    return os.path.relpath(target, path)
 
 
 @pytest.fixture
-def saved(tmp_path):
-    """Two checkpoints of different weights; ``last_checkpoint`` names the second."""
-    first, second = _net(1), _net(2)
-    Checkpointer(first, str(tmp_path)).save("model_0000001", iteration=1)
-    Checkpointer(second, str(tmp_path)).save("model_0000002", iteration=2)
-    return tmp_path, _weights(first), _weights(second)
+def two_saves(tmp_path, monkeypatch):
+    """A save_dir with model_0000001 (weights of seed 1) and model_0000002 (seed 2, newest)."""
+    monkeypatch.delenv(checkpoint_checksums.ENV_VERIFY, raising=False)
+    save_dir = str(tmp_path / "out")
+    first = _net(1)
+    Checkpointer(first, save_dir).save("model_0000001", iteration=1)
+    second = _net(2)
+    for p_new, p_old in zip(second.parameters(), first.parameters()):
+        p_old.data.copy_(p_new.data)  # same module object, new values: one Checkpointer's view
+    Checkpointer(first, save_dir).save("model_0000002", iteration=2)
+    return save_dir, _values(_net(1)), _values(_net(2))
 
 
-def test_the_manifest_holds_every_files_checksum(saved):
-    save_dir, _, _ = saved
+def test_manifest_holds_the_xxh3_128_of_every_file(two_saves):
+    save_dir, _, _ = two_saves
     path = os.path.join(save_dir, "model_0000002")
-    with open(os.path.join(path, MANIFEST)) as f:
+    with open(os.path.join(path, "manifest.json")) as f:
         manifest = json.load(f)
-    assert manifest["checksum"] == "xxh3_64"
-    assert sorted(manifest["checksums"]) == sorted(manifest["files"])
-    for rel, digest in manifest["checksums"].items():
-        assert digest == file_checksum(os.path.join(path, rel))
+    sums = manifest["checksums"]
+    assert sums["algorithm"] == "xxh3_128"
+    assert set(sums["files"]) == set(manifest["files"]) and len(sums["files"]) > 4
+    for rel, digest in sums["files"].items():
+        with open(os.path.join(path, rel), "rb") as f:
+            assert xxhash.xxh3_128(f.read()).hexdigest() == digest, rel
 
 
-def test_a_flipped_byte_is_named_and_the_skip_switches_trust_the_storage(saved, monkeypatch):
-    save_dir, _, _ = saved
-    path = os.path.join(save_dir, "model_0000002")
-    verify_checkpoint(path)
-    rel = _flip_a_byte(path)
-    with pytest.raises(CheckpointError, match=rf"is corrupt: {rel} has checksum [0-9a-f]+, the "
-                       r"manifest says [0-9a-f]+ .*LIBAI_SKIP_CHECKSUMS=1"):
-        verify_checkpoint(path)
-    verify_checkpoint(path, checksums=False)  # sizes still match
-    monkeypatch.setenv("LIBAI_SKIP_CHECKSUMS", "1")
-    verify_checkpoint(path)
-    with pytest.raises(CheckpointError, match="is corrupt"):
-        verify_checkpoint(path, checksums=True)  # the config's choice wins over the environment
+def test_flipped_byte_resume_falls_back_and_load_weight_refuses(two_saves, caplog):
+    save_dir, values_1, values_2 = two_saves
+    bad = os.path.join(save_dir, "model_0000002")
+    rel = _flip_byte(bad)
+    model = _net(7)
+    with pytest.raises(CheckpointError, match=re.escape(f"{bad} is corrupt: the content of {rel} changed")):
+        load_weight(model, bad, Checkpointer(model, save_to_disk=False))
+    with pytest.raises(CheckpointError, match=re.escape(rel)):
+        Checkpointer(model).load(bad)
+    with caplog.at_level(logging.WARNING, logger="libai.utils.checkpoint"):
+        extra = Checkpointer(model, save_dir).resume_or_load(None, resume=True)
+    assert extra == {"iteration": 1}
+    for key, value in _values(model).items():
+        np.testing.assert_array_equal(value, values_1[key], err_msg=key)
+    warnings = " ".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert rel in warnings and "model_0000001, the newest checkpoint that verifies" in warnings
+    # never deleted: set aside under a name no later save or retention touches
+    aside = [n for n in os.listdir(save_dir) if n.startswith("model_0000002.corrupt-")]
+    assert len(aside) == 1 and rel in json.load(open(os.path.join(save_dir, aside[0], "manifest.json")))["files"]
+    with open(os.path.join(save_dir, "last_checkpoint")) as f:
+        assert f.read().strip() == "model_0000002"  # repointed only by the next save
 
 
-def test_load_weight_refuses_a_corrupt_checkpoint_with_the_files_name(saved):
-    save_dir, _, _ = saved
-    path = os.path.join(save_dir, "model_0000002")
-    rel = _flip_a_byte(path)
-    model = _net(3)
-    before = _weights(model)
-    with pytest.raises(CheckpointError, match=rf"{rel} has checksum"):
-        Checkpointer(model, save_to_disk=False).load_weights_only(path)
-    assert all(np.array_equal(before[k], v) for k, v in _weights(model).items())
+def test_skip_flag_and_env_override(two_saves, monkeypatch):
+    save_dir, _, values_2 = two_saves
+    bad = os.path.join(save_dir, "model_0000002")
+    _flip_byte(bad)
+    model = _net(7)
+    Checkpointer(model, verify=False).load_weights_only(bad)  # trusted storage: not hashed
+    monkeypatch.setenv(checkpoint_checksums.ENV_VERIFY, "0")
+    Checkpointer(model, verify=True).load(bad)  # the environment wins over the configuration
+    monkeypatch.setenv(checkpoint_checksums.ENV_VERIFY, "1")
+    with pytest.raises(CheckpointError, match="changed since it was saved"):
+        Checkpointer(model, verify=False).load(bad)
+    monkeypatch.setenv(checkpoint_checksums.ENV_VERIFY, "maybe")
+    with pytest.raises(ValueError, match="LIBAI_CHECKPOINT_VERIFY='maybe' is not a yes/no"):
+        Checkpointer(model).load(bad)
 
 
-def test_resume_falls_back_to_the_newest_checkpoint_that_verifies(saved, caplog):
-    save_dir, first, _ = saved
-    newest = os.path.join(save_dir, "model_0000002")
-    _flip_a_byte(newest)
-    model = _net(3)
-    checkpointer = Checkpointer(model, str(save_dir))
-    with caplog.at_level(logging.WARNING, logger="libai"):
-        extra = checkpointer.resume_or_load(None, resume=True)
-    assert extra["iteration"] == 1
-    assert checkpointer.loaded_path == os.path.join(str(save_dir), "model_0000001")
-    assert all(np.array_equal(first[k], v) for k, v in _weights(model).items())
-    warning = "\n".join(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert "Resuming from" in warning and "model_0000002 is corrupt" in warning
-    # kept for inspection under another name, out of the way of the next save of that name
-    assert os.path.isdir(newest + ".corrupt") and not os.path.exists(newest)
-    assert "model_0000002.corrupt" not in [os.path.basename(p)
-                                           for p in checkpointer.get_all_checkpoint_files()]
-
-
-def test_resume_with_no_checkpoint_that_verifies_says_so(saved):
-    save_dir, _, _ = saved
+def test_no_checkpoint_verifies_is_an_error_naming_each(two_saves):
+    save_dir, _, _ = two_saves
     for name in ("model_0000001", "model_0000002"):
-        _flip_a_byte(os.path.join(save_dir, name))
-    with pytest.raises(CheckpointError, match=r"cannot resume from .*No other checkpoint there verifies"):
-        Checkpointer(_net(3), str(save_dir)).resume_or_load(None, resume=True)
-    assert os.path.isdir(os.path.join(save_dir, "model_0000002"))  # nothing renamed or deleted
+        _flip_byte(os.path.join(save_dir, name))
+    with pytest.raises(CheckpointError, match="no checkpoint in .* verifies .*model_0000002, model_0000001"):
+        Checkpointer(_net(7), save_dir).resume_or_load(None, resume=True)
 
 
-def test_a_checkpoint_from_before_checksums_loads_and_says_so_once(saved, caplog, monkeypatch):
-    save_dir, _, second = saved
-    path = os.path.join(save_dir, "model_0000002")
-    manifest_path = os.path.join(path, MANIFEST)
-    with open(manifest_path) as f:
-        manifest = json.load(f)
-    del manifest["checksums"], manifest["checksum"]
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f)
-    monkeypatch.setattr(checkpoint_files, "_SAID_NO_CHECKSUMS", set())
-    model = _net(3)
-    with caplog.at_level(logging.WARNING, logger="libai"):
-        Checkpointer(model, save_to_disk=False).load_weights_only(path)
-        Checkpointer(model, save_to_disk=False).load_weights_only(path)
-    said = [r for r in caplog.records if "has no checksums" in r.getMessage()]
-    assert len(said) == 1
-    assert all(np.array_equal(second[k], v) for k, v in _weights(model).items())
+def test_old_checkpoint_without_checksums_loads_with_one_message(tmp_path, caplog, monkeypatch):
+    monkeypatch.delenv(checkpoint_checksums.ENV_VERIFY, raising=False)
+    monkeypatch.setattr(checkpoint_checksums, "_said_unchecked", False)
+    copies = [str(tmp_path / f"old{i}") for i in range(2)]
+    for copy in copies:
+        shutil.copytree(OLD_FIXTURE, copy)
+    with open(os.path.join(OLD_FIXTURE, "manifest.json")) as f:
+        assert "checksums" not in json.load(f)
+    state = flow.load(os.path.join(OLD_FIXTURE, "model"))
+    with caplog.at_level(logging.INFO, logger="libai.utils.checkpoint_checksums"):
+        for copy in copies:
+            model = flow.nn.Module()
+            model.encoder = flow.nn.Linear(4, 2)
+            model.head = flow.nn.Linear(2, 3)
+            Checkpointer(model).load_weights_only(copy)
+            for key, value in model.state_dict().items():
+                np.testing.assert_array_equal(value.numpy(), state[key].numpy(), err_msg=key)
+    said = [r.getMessage() for r in caplog.records if "before libai recorded checksums" in r.getMessage()]
+    assert len(said) == 1 and copies[0] in said[0]
+
+
+def test_a_plain_flow_save_directory_loads_saying_it_has_no_checksums(tmp_path, caplog, monkeypatch):
+    monkeypatch.delenv(checkpoint_checksums.ENV_VERIFY, raising=False)
+    monkeypatch.setattr(checkpoint_checksums, "_said_unchecked", False)
+    source = _net(3)
+    flow.save(source.state_dict(), str(tmp_path / "weights"))
+    model = _net(4)
+    with caplog.at_level(logging.INFO, logger="libai.utils.checkpoint_checksums"):
+        Checkpointer(model).load_weights_only(str(tmp_path / "weights"))
+    for key, value in _values(model).items():
+        np.testing.assert_array_equal(value, _values(source)[key], err_msg=key)
+    assert any("a plain flow.save directory (one state dict), which records no checksums" in r.getMessage()
+               for r in caplog.records)

@@ -73,7 +73,8 @@ class BestCheckpointer(HookBase):
         if self.best_metric is None or self._better(value, self.best_metric):
             previous = self.best_metric
             self.best_metric, self.best_iter = value, metric_iter
-            self.checkpointer.save(self.file_prefix, tag_last_checkpoint=False, iteration=metric_iter)
+            with self.watchdog_phase("checkpoint save", metric_iter):
+                self.checkpointer.save(self.file_prefix, tag_last_checkpoint=False, iteration=metric_iter)
             logger.info(
                 f"Saved {self.file_prefix} at iteration {metric_iter}: {self.val_metric} = {value:.4f}"
                 + ("" if previous is None else f" (previous best {previous:.4f})")

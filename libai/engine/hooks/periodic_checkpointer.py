@@ -27,7 +27,8 @@ class PeriodicCheckpointer(HookBase):
         self._last_saved: Optional[int] = None
 
     def save(self, name: str, iteration: int) -> None:
-        self.checkpointer.save(name, iteration=iteration)
+        with self.watchdog_phase("checkpoint save", iteration):
+            self.checkpointer.save(name, iteration=iteration)
         self._last_saved = iteration
         if self.max_to_keep:
             self.checkpointer.keep_last(self.max_to_keep, prefix=f"{self.file_prefix}_")
