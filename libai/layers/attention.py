@@ -16,7 +16,8 @@ least itself), by -10000 when the caller gave a mask (which may leave a row with
 
 Options for T5 and Llama-style models (all off by default):
 
-- ``bias=False``: projections without biases.
+- ``bias=False``: projections without biases; ``qkv_bias`` overrides it for the input
+  projections alone (Qwen2: biased q/k/v, bias-free output).
 - ``softmax_scale``: the factor on ``q·k`` (default ``1/sqrt(head_size)``; T5 uses 1.0).
 - ``head_size``: per-head size when ``heads * head_size != hidden_size`` (T5's ``d_kv``).
 - ``num_key_value_heads``: grouped-query attention. When it is given (any value, even equal to
@@ -89,6 +90,7 @@ class MultiheadAttention(nn.Module):
             softmax input is rescaled back (keeps fp16 scores in range; a no-op in fp32 maths).
         attn_mask_type: ``"padding"`` (only the given mask) or ``"causal"``.
         bias: give every projection a bias.
+        qkv_bias: give the query/key/value projections a bias (None: as ``bias``).
         softmax_scale: multiply ``q·k`` by this (``None``: ``1/sqrt(head_size)``).
         num_key_value_heads: grouped-query attention (see the module docstring).
         rotary_embedding: rotate queries and keys by position (self attention only).
@@ -111,6 +113,7 @@ class MultiheadAttention(nn.Module):
         attn_mask_type: Union[str, AttnMaskType] = "padding",
         *,
         bias: bool = True,
+        qkv_bias: Optional[bool] = None,
         softmax_scale: Optional[float] = None,
         num_key_value_heads: Optional[int] = None,
         rotary_embedding: Optional[RotaryEmbedding] = None,
@@ -158,7 +161,8 @@ class MultiheadAttention(nn.Module):
         if output_layer_init_method is None:
             output_layer_init_method = init_method
 
-        col = dict(parallel="col", init_method=init_method, bias=bias, layer_idx=layer_idx)
+        qkv_bias = bias if qkv_bias is None else qkv_bias
+        col = dict(parallel="col", init_method=init_method, bias=qkv_bias, layer_idx=layer_idx)
         inner, kv_inner = self.inner_size, self.kv_heads * self.head_size
         if self.separate_query:
             self.query = Linear(hidden_size, inner, **col)

@@ -58,6 +58,7 @@ def llama_block(
     output_layer_init_method: Any,
     scale_mask_softmax_fusion: bool,
     layer_idx: int,
+    qkv_bias: bool = False,
 ) -> TransformerLayer:
     """One Llama block: libai's pre-norm :class:`~libai.layers.TransformerLayer` with RMSNorm,
     bias-free grouped-query causal attention rotated by ``rotary``, and a SwiGLU MLP::
@@ -71,7 +72,8 @@ def llama_block(
         output_layer_init_method=output_layer_init_method,
         scale_mask_softmax_fusion=scale_mask_softmax_fusion, attn_mask_type="causal",
         activation="silu", normalization="rmsnorm", bias=False, gated_mlp=True,
-        num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, layer_idx=layer_idx,
+        num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, qkv_bias=qkv_bias,
+        layer_idx=layer_idx,
     )
 
 
@@ -93,6 +95,8 @@ class LlamaModel(LanguageModelBody):
         tie_word_embeddings: accepted here so one config builds both classes (the head is
             :class:`LlamaForCausalLM`'s).
         attention_dropout_prob, hidden_dropout_prob: dropouts (0 in Llama).
+        qkv_bias: biases on the query/key/value projections (Qwen2's; the output projection
+            and the MLP stay bias-free).
         scale_mask_softmax_fusion: CUDA fusion, ignored on the CPU.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
     """
@@ -114,6 +118,7 @@ class LlamaModel(LanguageModelBody):
         tie_word_embeddings: bool = False,
         attention_dropout_prob: float = 0.0,
         hidden_dropout_prob: float = 0.0,
+        qkv_bias: bool = False,
         scale_mask_softmax_fusion: bool = False,
         amp_enabled: bool = False,
     ) -> None:
@@ -126,7 +131,7 @@ class LlamaModel(LanguageModelBody):
             num_key_value_heads=kv_heads, max_position_embeddings=max_position_embeddings,
             rms_norm_eps=rms_norm_eps, rope_theta=rope_theta, initializer_range=initializer_range,
             tie_word_embeddings=tie_word_embeddings, attention_dropout_prob=attention_dropout_prob,
-            hidden_dropout_prob=hidden_dropout_prob,
+            hidden_dropout_prob=hidden_dropout_prob, qkv_bias=qkv_bias,
         )
         init, output_init = init_methods(
             initializer_range, hidden_layers, use_scaled_init_for_output_weights
@@ -144,6 +149,7 @@ class LlamaModel(LanguageModelBody):
                 hidden_dropout_prob=hidden_dropout_prob, init_method=init,
                 output_layer_init_method=output_init,
                 scale_mask_softmax_fusion=scale_mask_softmax_fusion, layer_idx=i,
+                qkv_bias=qkv_bias,
             )
             for i in range(hidden_layers)
         ])
@@ -182,13 +188,18 @@ class LlamaForCausalLM(CausalLMTask):
     in training when labels are given, else ``{"prediction_scores": logits}``.
     ``from_pretrained(hf_dir)``, ``save_pretrained(dir)`` and ``generate(...)`` work as for
     GPT-2 (see docs/llama_and_lora.md).
+
+    A family configured from this skeleton (Qwen2) derives from it and names its body class
+    in ``body_class``.
     """
+
+    body_class: type = LlamaModel
 
     @configurable
     def __init__(self, cfg: Optional[Mapping] = None, **model_args: Any) -> None:
         super().__init__()
-        args, _ = self.body_arguments(cfg, model_args, LlamaModel)
-        self.model = LlamaModel(**args)
+        args, _ = self.body_arguments(cfg, model_args, self.body_class)
+        self.model = self.body_class(**args)
         self.tie_word_embeddings = bool(args.get("tie_word_embeddings", False))
         init, _ = init_methods(args.get("initializer_range", 0.02), 1, False)
         self.lm_head = lm_head(args["vocab_size"], args["hidden_size"],

@@ -13,7 +13,9 @@ the q/k weights load unchanged; there are no biases. The head is separate
 """
 from typing import Any, Dict, List, Mapping
 
-from libai.models.pretrained.families.common import activation_from_hf, require
+from libai.models.pretrained.families.common import (
+    activation_from_hf, refuse_unimplemented, require,
+)
 from libai.models.pretrained.mapping import (
     FamilyMapping, Rule, Target, fused_qkv, register, same,
 )
@@ -51,16 +53,12 @@ class LlamaMapping(FamilyMapping):
         if act != "silu":
             raise ValueError(f"config.json sets hidden_act={cfg.get('hidden_act')!r}; libai's "
                              "Llama computes SwiGLU (hidden_act='silu') only")
-        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
-        kind = rope.get("rope_type", rope.get("type", "default"))
-        if kind != "default":
-            raise ValueError(f"config.json sets rope type {kind!r}; libai's Llama supports only "
-                             "plain rotary embeddings (rope_type='default', no scaling)")
         hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
         head_dim = cfg.get("head_dim") or hidden // heads
         if head_dim * heads != hidden:
             raise ValueError(f"config.json sets head_dim={head_dim} with {heads} heads of width "
                              f"{hidden}; libai's Llama needs head_dim = hidden_size / heads")
+        refuse_unimplemented(cfg)
 
     def model_args(self, cfg: Mapping[str, Any], target: str) -> Dict[str, Any]:
         return dict(
@@ -83,7 +81,7 @@ class LlamaMapping(FamilyMapping):
             same(f"{p}embed_tokens.weight", "model.embed_tokens.weight"),
             same(f"{p}norm.weight", "model.norm.weight"),
         ]
-        if target == "LlamaForCausalLM" and not cfg.get("tie_word_embeddings", False):
+        if self.targets[target].head == "lm" and not cfg.get("tie_word_embeddings", False):
             rules.append(same("lm_head.weight", "lm_head.weight"))
         for i in range(cfg["num_hidden_layers"]):
             ours, hf = f"{p}layers.{i}", f"model.layers.{i}"
@@ -97,7 +95,12 @@ class LlamaMapping(FamilyMapping):
                 same(f"{ours}.mlp.dense_h_to_4h_linear.weight", f"{hf}.mlp.up_proj.weight"),
                 same(f"{ours}.mlp.dense_4h_to_h.weight", f"{hf}.mlp.down_proj.weight"),
             ]
+            rules += self.block_rules(cfg, ours, hf)
         return rules
+
+    def block_rules(self, cfg: Mapping[str, Any], ours: str, hf: str) -> List[Rule]:
+        """A family's tensors of block ``ours`` (HF ``hf``) beyond Llama's (none here)."""
+        return []
 
     def tied(self, cfg: Mapping[str, Any], target: str) -> Dict[str, str]:
         if cfg.get("tie_word_embeddings", False):
@@ -122,3 +125,18 @@ class LlamaMapping(FamilyMapping):
             attention_bias=False, mlp_bias=False, attention_dropout=ours["attention_dropout_prob"],
         )
         return cfg
+
+    def block_config(self, model: Any) -> Dict[str, Any]:
+        """The settings every Llama-skeleton family writes the same way (sizes, rope, norm)."""
+        ours = self.base_model(model).config
+        return dict(
+            vocab_size=ours["vocab_size"], hidden_size=ours["hidden_size"],
+            intermediate_size=ours["intermediate_size"], num_hidden_layers=ours["hidden_layers"],
+            num_attention_heads=ours["num_attention_heads"],
+            num_key_value_heads=ours["num_key_value_heads"],
+            max_position_embeddings=ours["max_position_embeddings"],
+            rms_norm_eps=ours["rms_norm_eps"], initializer_range=ours["initializer_range"],
+            rope_parameters={"rope_theta": ours["rope_theta"], "rope_type": "default"},
+            tie_word_embeddings=ours["tie_word_embeddings"], hidden_act="silu",
+            attention_dropout=ours["attention_dropout_prob"],
+        )

@@ -1,0 +1,37 @@
+"""The published shapes of the decoder families built on the Llama skeleton.
+
+``from configs.common.models.llm_families import qwen2_7b`` (a function returning a ready
+model node, like ``llama2_7b`` in :mod:`configs.common.models.llama`); :func:`family_cfg`
+gives the settings dict of a named shape. The values are those of each model's published
+``config.json``; a pipelined run sets ``train.dist.pipeline_num_layers =
+model.cfg.hidden_layers``. Plan one with ``tools/train_net.py --config-file <cfg> --dry-run``
+after ``model = qwen2_7b()`` in the config.
+"""
+from typing import Any, Dict
+
+from libai.config import LazyCall
+from libai.models import Qwen2ForCausalLM
+
+# name -> (class, settings of its published config.json)
+_SHAPES: Dict[str, Any] = {
+    "qwen2-7b": (Qwen2ForCausalLM, dict(
+        vocab_size=152064, hidden_size=3584, hidden_layers=28, num_attention_heads=28,
+        num_key_value_heads=4, intermediate_size=18944, max_position_embeddings=131072,
+        rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=False, qkv_bias=True)),
+}
+
+
+def family_cfg(name: str) -> Dict[str, Any]:
+    """A copy of the settings of the named shape (``"qwen2-7b"``, ...)."""
+    if name not in _SHAPES:
+        raise ValueError(f"unknown model shape {name!r}; choose one of {sorted(_SHAPES)}")
+    return dict(_SHAPES[name][1])
+
+
+def _node(name: str):
+    return LazyCall(_SHAPES[name][0])(cfg=family_cfg(name))
+
+
+def qwen2_7b():
+    """Qwen2-7B's shape (7.62B parameters: q/k/v biases, 4 key/value heads, untied head)."""
+    return _node("qwen2-7b")
