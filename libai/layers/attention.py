@@ -27,6 +27,9 @@ Options for T5 and Llama-style models (all off by default):
   query heads. Under tensor parallelism both head counts must divide by the tensor-parallel
   size, so every rank holds whole groups. The cache keeps the ``kv_heads`` keys/values.
   Without it, self attention keeps the fused per-head ``query_key_value`` projection.
+- ``sliding_window``: with the causal mask, query ``i`` sees only the ``sliding_window`` keys
+  ``i - sliding_window < j <= i`` (Mistral), in training, in a full forward and in cached
+  decoding alike; the cache keeps every key (positions stay the cache's length).
 - ``rotary_embedding``: a :class:`~libai.layers.RotaryEmbedding` applied to the new queries
   and keys after projection, at positions shifted by the cached length.
 - ``forward(position_bias=...)``: an additive score bias ``[1|batch, heads, q_len, k_len]``
@@ -94,6 +97,7 @@ class MultiheadAttention(nn.Module):
         softmax_scale: multiply ``q·k`` by this (``None``: ``1/sqrt(head_size)``).
         num_key_value_heads: grouped-query attention (see the module docstring).
         rotary_embedding: rotate queries and keys by position (self attention only).
+        sliding_window: causal attention over this many most recent keys (None: all).
         head_size: features per head (``None``: ``hidden_size // num_attention_heads``).
         layer_idx: pipeline position.
     """
@@ -118,6 +122,7 @@ class MultiheadAttention(nn.Module):
         num_key_value_heads: Optional[int] = None,
         rotary_embedding: Optional[RotaryEmbedding] = None,
         head_size: Optional[int] = None,
+        sliding_window: Optional[int] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -145,6 +150,7 @@ class MultiheadAttention(nn.Module):
         self.separate_query = is_cross_attention or num_key_value_heads is not None
         self.softmax_scale = softmax_scale
         self.rotary_embedding = rotary_embedding
+        self.sliding_window = _check_window(sliding_window, attn_mask_type)
         self.is_cross_attention = is_cross_attention
         self.attn_mask_type = _mask_type(attn_mask_type)
         on_cuda = layout.device_type == "cuda"
@@ -294,8 +300,9 @@ class MultiheadAttention(nn.Module):
         if attention_mask is not None:
             mask = _as_4d_bool(self._to_here_whole(attention_mask), q_len, k_len)
         # one new query (a cached decoding step) is the last position and sees every key: the
-        # causal mask would be all true, so it is not built
-        if self.attn_mask_type == AttnMaskType.causal and q_len > 1:
+        # causal mask would be all true, so it is not built (unless a window hides some)
+        window_hides = self.sliding_window is not None and k_len > self.sliding_window
+        if self.attn_mask_type == AttnMaskType.causal and (q_len > 1 or window_hides):
             causal = self._causal_mask(q_len, k_len)
             mask = causal if mask is None else flow.logical_and(mask, causal)
         return mask
@@ -307,7 +314,10 @@ class MultiheadAttention(nn.Module):
         # query i is position (k_len - q_len + i) of the full sequence when keys are cached
         rows = arange(k_len - q_len, k_len, self.layout, self.layer_idx).view(q_len, 1)
         cols = arange(0, k_len, self.layout, self.layer_idx).view(1, k_len)
-        return (cols <= rows).view(1, 1, q_len, k_len)
+        visible = cols <= rows
+        if self.sliding_window is not None:
+            visible = flow.logical_and(visible, cols > rows - self.sliding_window)
+        return visible.view(1, 1, q_len, k_len)
 
     def _masked_softmax(
         self,
@@ -367,6 +377,15 @@ def _mask_type(value: Union[str, AttnMaskType]) -> AttnMaskType:
         raise ValueError(
             f"attn_mask_type={value!r} is not supported; use 'padding' or 'causal'"
         ) from None
+
+
+def _check_window(window: Optional[int], mask_type: Union[str, AttnMaskType]) -> Optional[int]:
+    if window is None:
+        return None
+    if _mask_type(mask_type) != AttnMaskType.causal or int(window) < 1:
+        raise ValueError(f"sliding_window={window!r} needs attn_mask_type='causal' and a "
+                         "window of at least one key")
+    return int(window)
 
 
 def _check_heads(hidden_size: int, num_heads: int, tp: int) -> None:

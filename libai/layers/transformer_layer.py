@@ -64,7 +64,8 @@ class TransformerLayer(nn.Module):
         normalization: ``"layernorm"`` or ``"rmsnorm"`` (T5, Llama).
         bias: biases in the attention and MLP linears.
         gated_mlp: a gated (GLU) feed-forward (see :class:`MLP`).
-        softmax_scale, head_size, num_key_value_heads, rotary_embedding, qkv_bias: self-attention
+        softmax_scale, head_size, num_key_value_heads, rotary_embedding, qkv_bias,
+            sliding_window: self-attention
             options (see :class:`MultiheadAttention`); ``softmax_scale`` and ``head_size``
             also apply to the cross attention.
         layer_idx: this block's index; every sub-layer lives on its pipeline stage.
@@ -99,6 +100,7 @@ class TransformerLayer(nn.Module):
         num_key_value_heads: Optional[int] = None,
         rotary_embedding: Optional[RotaryEmbedding] = None,
         qkv_bias: Optional[bool] = None,
+        sliding_window: Optional[int] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -129,7 +131,8 @@ class TransformerLayer(nn.Module):
         self.self_attention = MultiheadAttention(
             hidden_size, num_attention_heads, is_cross_attention=False,
             attn_mask_type=attn_mask_type, num_key_value_heads=num_key_value_heads,
-            rotary_embedding=rotary_embedding, qkv_bias=qkv_bias, **attention_args,
+            rotary_embedding=rotary_embedding, qkv_bias=qkv_bias,
+            sliding_window=sliding_window, **attention_args,
         )
         self.post_attention_layernorm = norm()
         if is_decoder:

@@ -5,6 +5,7 @@ from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel
 from libai.models.llama import LlamaForCausalLM, LlamaModel
+from libai.models.mistral import MistralForCausalLM, MistralModel
 from libai.models.qwen2 import Qwen2ForCausalLM, Qwen2Model
 from libai.models.roberta import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
 from libai.models.t5 import T5ForPreTraining, T5Model
@@ -31,6 +32,8 @@ __all__ = [
     "GPTModel",
     "LlamaForCausalLM",
     "LlamaModel",
+    "MistralForCausalLM",
+    "MistralModel",
     "Qwen2ForCausalLM",
     "Qwen2Model",
     "RobertaForCausalLM",

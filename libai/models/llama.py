@@ -59,6 +59,7 @@ def llama_block(
     scale_mask_softmax_fusion: bool,
     layer_idx: int,
     qkv_bias: bool = False,
+    sliding_window: Optional[int] = None,
 ) -> TransformerLayer:
     """One Llama block: libai's pre-norm :class:`~libai.layers.TransformerLayer` with RMSNorm,
     bias-free grouped-query causal attention rotated by ``rotary``, and a SwiGLU MLP::
@@ -73,7 +74,7 @@ def llama_block(
         scale_mask_softmax_fusion=scale_mask_softmax_fusion, attn_mask_type="causal",
         activation="silu", normalization="rmsnorm", bias=False, gated_mlp=True,
         num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, qkv_bias=qkv_bias,
-        layer_idx=layer_idx,
+        sliding_window=sliding_window, layer_idx=layer_idx,
     )
 
 
@@ -97,6 +98,8 @@ class LlamaModel(LanguageModelBody):
         attention_dropout_prob, hidden_dropout_prob: dropouts (0 in Llama).
         qkv_bias: biases on the query/key/value projections (Qwen2's; the output projection
             and the MLP stay bias-free).
+        sliding_window: each query attends to this many most recent tokens (Mistral's
+            sliding-window attention; None: all before it).
         scale_mask_softmax_fusion: CUDA fusion, ignored on the CPU.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
     """
@@ -119,6 +122,7 @@ class LlamaModel(LanguageModelBody):
         attention_dropout_prob: float = 0.0,
         hidden_dropout_prob: float = 0.0,
         qkv_bias: bool = False,
+        sliding_window: Optional[int] = None,
         scale_mask_softmax_fusion: bool = False,
         amp_enabled: bool = False,
     ) -> None:
@@ -132,6 +136,7 @@ class LlamaModel(LanguageModelBody):
             rms_norm_eps=rms_norm_eps, rope_theta=rope_theta, initializer_range=initializer_range,
             tie_word_embeddings=tie_word_embeddings, attention_dropout_prob=attention_dropout_prob,
             hidden_dropout_prob=hidden_dropout_prob, qkv_bias=qkv_bias,
+            sliding_window=sliding_window,
         )
         init, output_init = init_methods(
             initializer_range, hidden_layers, use_scaled_init_for_output_weights
@@ -149,7 +154,7 @@ class LlamaModel(LanguageModelBody):
                 hidden_dropout_prob=hidden_dropout_prob, init_method=init,
                 output_layer_init_method=output_init,
                 scale_mask_softmax_fusion=scale_mask_softmax_fusion, layer_idx=i,
-                qkv_bias=qkv_bias,
+                qkv_bias=qkv_bias, sliding_window=sliding_window,
             )
             for i in range(hidden_layers)
         ])

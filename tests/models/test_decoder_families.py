@@ -15,10 +15,10 @@ import oneflow as flow
 import pytest
 from safetensors.numpy import load_file
 
-from libai.models import AutoModelForCausalLM, Qwen2ForCausalLM
+from libai.models import AutoModelForCausalLM, MistralForCausalLM, Qwen2ForCausalLM
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf")
-FAMILIES = {"qwen2": Qwen2ForCausalLM}
+FAMILIES = {"qwen2": Qwen2ForCausalLM, "mistral": MistralForCausalLM}
 COMMON = dict(max_new_tokens=6, eos_token_id=2, pad_token_id=0)
 GENERATIONS = {
     "greedy": lambda r: dict(input_ids=r["prompt"]),
@@ -113,6 +113,11 @@ def _with_config(tmp_path, family, change):
     ("qwen2", {"attn_logit_softcapping": 50.0}, r"attn_logit_softcapping=50\.0"),
     ("qwen2", {"layer_types": ["sliding_attention", "full_attention"]},
      r"layer_types=\['sliding_attention', 'full_attention'\]"),
+    ("mistral", {"layer_types": ["sliding_attention", "full_attention"]},
+     r"layer_types=\['sliding_attention', 'full_attention'\] with sliding_window=3"),
+    ("mistral", {"sliding_window": [3, None]}, r"sliding_window=\[3, None\]"),
+    ("mistral", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
+     r"rope_parameters=.*'linear'"),
 ])
 def test_unimplemented_mechanisms_are_refused_by_name(tmp_path, family, change, message):
     path = _with_config(tmp_path, family, change)
@@ -121,7 +126,7 @@ def test_unimplemented_mechanisms_are_refused_by_name(tmp_path, family, change, 
 
 
 # published totals of the presets' models
-PUBLISHED = {"qwen2_7b": 7_615_616_512}
+PUBLISHED = {"qwen2_7b": 7_615_616_512, "mistral_7b": 7_241_732_096}
 
 
 @pytest.mark.parametrize("preset", sorted(PUBLISHED))
@@ -141,3 +146,27 @@ def test_presets_plan_with_the_published_parameter_count(preset):
                                  "train.dist.pipeline_parallel_size=2"])
     assert plan.ok, plan.format()
     assert plan.model.num_params == PUBLISHED[preset]
+
+
+def test_mistral_window_applies_in_training_and_changes_the_function():
+    """The window binds: without it the logits past the window differ from transformers', and
+    the training loss is the cross entropy of transformers' windowed logits."""
+    model, ref = _load("mistral")
+    ids = flow.tensor(ref["input_ids"])
+    full = MistralForCausalLM.from_pretrained(_path("mistral"), sliding_window=None).eval()
+    with flow.no_grad():
+        unwindowed = full(ids)["prediction_scores"].numpy()
+    window = model.config["sliding_window"]
+    np.testing.assert_allclose(unwindowed[:, :window], ref["logits"][:, :window], atol=1e-4)
+    assert np.abs(unwindowed[:, window:] - ref["logits"][:, window:]).max() > 1e-2
+    labels = np.roll(ref["input_ids"], -1, axis=1)
+    logits = ref["logits"].astype(np.float64)
+    logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - logits.max(-1, keepdims=True)
+    want = -np.take_along_axis(logp, labels[..., None], -1).mean()
+    model.train()
+    try:
+        loss = model(ids, labels=flow.tensor(labels))["lm_loss"].numpy()
+    finally:
+        model.eval()
+    np.testing.assert_allclose(loss, want, rtol=1e-5)

@@ -10,7 +10,7 @@ after ``model = qwen2_7b()`` in the config.
 from typing import Any, Dict
 
 from libai.config import LazyCall
-from libai.models import Qwen2ForCausalLM
+from libai.models import MistralForCausalLM, Qwen2ForCausalLM
 
 # name -> (class, settings of its published config.json)
 _SHAPES: Dict[str, Any] = {
@@ -18,6 +18,10 @@ _SHAPES: Dict[str, Any] = {
         vocab_size=152064, hidden_size=3584, hidden_layers=28, num_attention_heads=28,
         num_key_value_heads=4, intermediate_size=18944, max_position_embeddings=131072,
         rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=False, qkv_bias=True)),
+    "mistral-7b-v0.1": (MistralForCausalLM, dict(
+        vocab_size=32000, hidden_size=4096, hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, intermediate_size=14336, max_position_embeddings=32768,
+        rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=4096)),
 }
 
 
@@ -35,3 +39,8 @@ def _node(name: str):
 def qwen2_7b():
     """Qwen2-7B's shape (7.62B parameters: q/k/v biases, 4 key/value heads, untied head)."""
     return _node("qwen2-7b")
+
+
+def mistral_7b():
+    """Mistral-7B-v0.1's shape (7.24B parameters, a 4096-token sliding window)."""
+    return _node("mistral-7b-v0.1")

@@ -109,6 +109,11 @@ class LlamaMapping(FamilyMapping):
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         ours = self.base_model(model).config
+        for key in ("qkv_bias", "sliding_window"):
+            if ours.get(key):
+                raise ValueError(f"this Llama sets {key}={ours[key]!r}, which Hugging Face's Llama "
+                                 "does not compute; build it as the family that does (Qwen2: "
+                                 "qkv_bias, Mistral: sliding_window) to export it")
         hidden, heads = ours["hidden_size"], ours["num_attention_heads"]
         cfg = dict(base)
         cfg.pop("rope_scaling", None)
