@@ -30,6 +30,8 @@ Options for T5 and Llama-style models (all off by default):
 - ``sliding_window``: with the causal mask, query ``i`` sees only the ``sliding_window`` keys
   ``i - sliding_window < j <= i`` (Mistral), in training, in a full forward and in cached
   decoding alike; the cache keeps every key (positions stay the cache's length).
+- ``qk_norm_eps``: RMS-normalise each head's query and key (``query_norm`` / ``key_norm``,
+  weights ``[head_size]``) after projection and before rotation (Qwen3).
 - ``rotary_embedding``: a :class:`~libai.layers.RotaryEmbedding` applied to the new queries
   and keys after projection, at positions shifted by the cached length.
 - ``forward(position_bias=...)``: an additive score bias ``[1|batch, heads, q_len, k_len]``
@@ -45,6 +47,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 import oneflow as flow
 from oneflow import nn
 
+from libai.layers.layer_norm import RMSLayerNorm
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
 from libai.layers.utils import (
@@ -98,6 +101,7 @@ class MultiheadAttention(nn.Module):
         num_key_value_heads: grouped-query attention (see the module docstring).
         rotary_embedding: rotate queries and keys by position (self attention only).
         sliding_window: causal attention over this many most recent keys (None: all).
+        qk_norm_eps: per-head RMSNorm of queries and keys with this eps (None: none).
         head_size: features per head (``None``: ``hidden_size // num_attention_heads``).
         layer_idx: pipeline position.
     """
@@ -123,6 +127,7 @@ class MultiheadAttention(nn.Module):
         rotary_embedding: Optional[RotaryEmbedding] = None,
         head_size: Optional[int] = None,
         sliding_window: Optional[int] = None,
+        qk_norm_eps: Optional[float] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -175,6 +180,12 @@ class MultiheadAttention(nn.Module):
             self.key_value = Linear(hidden_size, 2 * kv_inner, **col)
         else:
             self.query_key_value = Linear(hidden_size, 3 * inner, **col)
+        if qk_norm_eps is not None:
+            # the head dim is never split, so the norms run on the head-split activations
+            norm = dict(eps=qk_norm_eps, layer_idx=layer_idx, keep_sbp=True)
+            self.query_norm = RMSLayerNorm(self.head_size, **norm)
+            self.key_norm = RMSLayerNorm(self.head_size, **norm)
+        self.qk_norm = qk_norm_eps is not None
         self.dense = Linear(
             inner, hidden_size, bias=bias, parallel="row", init_method=output_layer_init_method,
             skip_bias_add=self.bias_dropout_fusion, layer_idx=layer_idx,
@@ -249,6 +260,8 @@ class MultiheadAttention(nn.Module):
             key, value = self._heads(self.key_value(hidden_states), 2, self.kv_heads)
         else:
             query, key, value = self._heads(self.query_key_value(hidden_states), 3, self.num_heads)
+        if self.qk_norm:
+            query, key = self.query_norm(query), self.key_norm(key)
         if self.rotary_embedding is not None:
             offset = 0 if past_key_value is None else int(past_key_value[0].shape[2])
             query, key = self.rotary_embedding(query, key, position_offset=offset)

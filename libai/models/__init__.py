@@ -7,6 +7,7 @@ from libai.models.gpt import GPTForPreTraining, GPTModel
 from libai.models.llama import LlamaForCausalLM, LlamaModel
 from libai.models.mistral import MistralForCausalLM, MistralModel
 from libai.models.qwen2 import Qwen2ForCausalLM, Qwen2Model
+from libai.models.qwen3 import Qwen3ForCausalLM, Qwen3Model
 from libai.models.roberta import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
 from libai.models.t5 import T5ForPreTraining, T5Model
 from libai.models.transformer import TextEmbedding, TransformerModelMixin, TransformerStack
@@ -36,6 +37,8 @@ __all__ = [
     "MistralModel",
     "Qwen2ForCausalLM",
     "Qwen2Model",
+    "Qwen3ForCausalLM",
+    "Qwen3Model",
     "RobertaForCausalLM",
     "RobertaForPreTraining",
     "RobertaModel",

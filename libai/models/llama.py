@@ -25,6 +25,7 @@ and key/value heads, so both head counts must be divisible by the tensor paralle
 """
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
+import numpy as np
 import oneflow as flow
 from oneflow import nn
 
@@ -58,13 +59,18 @@ def llama_block(
     output_layer_init_method: Any,
     scale_mask_softmax_fusion: bool,
     layer_idx: int,
-    qkv_bias: bool = False,
-    sliding_window: Optional[int] = None,
+    activation: str = "silu",
+    **family: Any,
 ) -> TransformerLayer:
     """One Llama block: libai's pre-norm :class:`~libai.layers.TransformerLayer` with RMSNorm,
     bias-free grouped-query causal attention rotated by ``rotary``, and a SwiGLU MLP::
 
         h = x + Attn(RMSNorm(x));  out = h + SwiGLU(RMSNorm(h))
+
+    ``activation`` is the gate's (GeGLU with ``"gelu_tanh"``); ``family`` are the other
+    :class:`~libai.layers.TransformerLayer` options a family of this skeleton sets
+    (``qkv_bias``, ``sliding_window``, ``qk_norm_eps``, ``head_size``,
+    ``rmsnorm_weight_offset``).
     """
     return TransformerLayer(
         hidden_size, intermediate_size, num_attention_heads,
@@ -72,9 +78,9 @@ def llama_block(
         layernorm_epsilon=rms_norm_eps, init_method=init_method,
         output_layer_init_method=output_layer_init_method,
         scale_mask_softmax_fusion=scale_mask_softmax_fusion, attn_mask_type="causal",
-        activation="silu", normalization="rmsnorm", bias=False, gated_mlp=True,
-        num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, qkv_bias=qkv_bias,
-        sliding_window=sliding_window, layer_idx=layer_idx,
+        activation=activation, normalization="rmsnorm", bias=False, gated_mlp=True,
+        num_key_value_heads=num_key_value_heads, rotary_embedding=rotary, layer_idx=layer_idx,
+        **family,
     )
 
 
@@ -100,6 +106,14 @@ class LlamaModel(LanguageModelBody):
             and the MLP stay bias-free).
         sliding_window: each query attends to this many most recent tokens (Mistral's
             sliding-window attention; None: all before it).
+        head_dim: features per attention head (None: ``hidden_size / num_attention_heads``;
+            Gemma and Qwen3 set it explicitly).
+        qk_norm: RMS-normalise each head's query and key before rotation (Qwen3).
+        activation: the gate's activation: ``"silu"`` (SwiGLU) or ``"gelu_tanh"`` (Gemma's
+            GeGLU).
+        norm_weight_offset: every RMSNorm scales by ``offset + weight`` (Gemma: 1).
+        scale_embeddings: multiply the embeddings by ``sqrt(hidden_size)`` in their dtype
+            (Gemma).
         scale_mask_softmax_fusion: CUDA fusion, ignored on the CPU.
         amp_enabled: accepted for LiBai configs; AMP is applied by the engine.
     """
@@ -123,12 +137,19 @@ class LlamaModel(LanguageModelBody):
         hidden_dropout_prob: float = 0.0,
         qkv_bias: bool = False,
         sliding_window: Optional[int] = None,
+        head_dim: Optional[int] = None,
+        qk_norm: bool = False,
+        activation: str = "silu",
+        norm_weight_offset: float = 0.0,
+        scale_embeddings: bool = False,
         scale_mask_softmax_fusion: bool = False,
         amp_enabled: bool = False,
     ) -> None:
         super().__init__()
         kv_heads = num_key_value_heads or num_attention_heads
-        _check_heads(hidden_size, num_attention_heads, kv_heads)
+        _check_heads(hidden_size if head_dim is None else head_dim * num_attention_heads,
+                     num_attention_heads, kv_heads)
+        head_dim = head_dim or hidden_size // num_attention_heads
         self.config = dict(
             vocab_size=vocab_size, hidden_size=hidden_size, hidden_layers=hidden_layers,
             num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
@@ -136,8 +157,11 @@ class LlamaModel(LanguageModelBody):
             rms_norm_eps=rms_norm_eps, rope_theta=rope_theta, initializer_range=initializer_range,
             tie_word_embeddings=tie_word_embeddings, attention_dropout_prob=attention_dropout_prob,
             hidden_dropout_prob=hidden_dropout_prob, qkv_bias=qkv_bias,
-            sliding_window=sliding_window,
+            sliding_window=sliding_window, head_dim=head_dim, qk_norm=qk_norm,
+            activation=activation, norm_weight_offset=norm_weight_offset,
+            scale_embeddings=scale_embeddings,
         )
+        self.scale_embeddings = scale_embeddings
         init, output_init = init_methods(
             initializer_range, hidden_layers, use_scaled_init_for_output_weights
         )
@@ -148,17 +172,20 @@ class LlamaModel(LanguageModelBody):
             llama_block(
                 hidden_size, intermediate_size, num_attention_heads, kv_heads,
                 # one rotary table per block, on the block's pipeline stage
-                rotary=RotaryEmbedding(hidden_size // num_attention_heads,
-                                       max_position_embeddings, base=rope_theta, layer_idx=i),
+                rotary=RotaryEmbedding(head_dim, max_position_embeddings, base=rope_theta,
+                                       layer_idx=i),
                 rms_norm_eps=rms_norm_eps, attention_dropout_prob=attention_dropout_prob,
                 hidden_dropout_prob=hidden_dropout_prob, init_method=init,
                 output_layer_init_method=output_init,
                 scale_mask_softmax_fusion=scale_mask_softmax_fusion, layer_idx=i,
-                qkv_bias=qkv_bias, sliding_window=sliding_window,
+                activation=activation, **_block_options(
+                    qkv_bias, sliding_window, head_dim, hidden_size // num_attention_heads,
+                    rms_norm_eps if qk_norm else None, norm_weight_offset),
             )
             for i in range(hidden_layers)
         ])
-        self.norm = RMSLayerNorm(hidden_size, eps=rms_norm_eps, layer_idx=-1)
+        self.norm = RMSLayerNorm(hidden_size, eps=rms_norm_eps, layer_idx=-1,
+                                 **_offset(norm_weight_offset))
 
     def forward(
         self,
@@ -174,10 +201,18 @@ class LlamaModel(LanguageModelBody):
         ``input_ids`` are then only the tokens after it.
         """
         out = run_blocks(
-            self.layers, self.embed_tokens(input_ids), attention_mask, past_key_values, use_cache
+            self.layers, self.embed(input_ids), attention_mask, past_key_values, use_cache
         )
         hidden, presents = split_cache(out, use_cache)
         return join_cache(self.norm(hidden), presents, use_cache)
+
+    def embed(self, input_ids: flow.Tensor) -> flow.Tensor:
+        """The word embeddings, times ``sqrt(hidden_size)`` rounded to their dtype when
+        ``scale_embeddings`` (Gemma multiplies by that constant in the compute dtype)."""
+        embeddings = self.embed_tokens(input_ids)
+        if not self.scale_embeddings:
+            return embeddings
+        return embeddings * _rounded(self.config["hidden_size"] ** 0.5, embeddings.dtype)
 
 
 class LlamaForCausalLM(CausalLMTask):
@@ -233,6 +268,41 @@ class LlamaForCausalLM(CausalLMTask):
         # position_ids (which generation passes) are not needed: rotary attention depends only
         # on relative positions
         return self.logits(input_ids, attention_mask, past_key_values, use_cache)
+
+
+def _rounded(value: float, dtype: flow.dtype) -> float:
+    """``value`` rounded to ``dtype`` (to nearest, ties to even), as a Python float."""
+    if dtype == flow.float16:
+        return float(np.float16(value))
+    if dtype == flow.bfloat16:  # the top 16 bits of the float32, rounded
+        bits = int(np.float32(value).view(np.uint32))
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(np.uint32(bits).view(np.float32))
+    return float(np.float32(value)) if dtype == flow.float32 else value
+
+
+def _offset(weight_offset: float) -> Dict[str, float]:
+    return {"weight_offset": weight_offset} if weight_offset else {}
+
+
+def _block_options(
+    qkv_bias: bool, sliding_window: Optional[int], head_dim: int, default_head_dim: int,
+    qk_norm_eps: Optional[float], norm_weight_offset: float,
+) -> Dict[str, Any]:
+    """The TransformerLayer options a family sets; none when it is plain Llama (so Llama's
+    blocks are built exactly as before)."""
+    options: Dict[str, Any] = {}
+    if qkv_bias:
+        options["qkv_bias"] = True
+    if sliding_window is not None:
+        options["sliding_window"] = sliding_window
+    if head_dim != default_head_dim:
+        options["head_size"] = head_dim
+    if qk_norm_eps is not None:
+        options["qk_norm_eps"] = qk_norm_eps
+    if norm_weight_offset:
+        options["rmsnorm_weight_offset"] = norm_weight_offset
+    return options
 
 
 def _check_heads(hidden_size: int, heads: int, kv_heads: int) -> None:

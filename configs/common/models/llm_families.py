@@ -10,7 +10,7 @@ after ``model = qwen2_7b()`` in the config.
 from typing import Any, Dict
 
 from libai.config import LazyCall
-from libai.models import MistralForCausalLM, Qwen2ForCausalLM
+from libai.models import MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
 
 # name -> (class, settings of its published config.json)
 _SHAPES: Dict[str, Any] = {
@@ -22,6 +22,11 @@ _SHAPES: Dict[str, Any] = {
         vocab_size=32000, hidden_size=4096, hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=8, intermediate_size=14336, max_position_embeddings=32768,
         rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=4096)),
+    "qwen3-8b": (Qwen3ForCausalLM, dict(
+        vocab_size=151936, hidden_size=4096, hidden_layers=36, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, intermediate_size=12288,
+        max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
+        tie_word_embeddings=False, qk_norm=True)),
 }
 
 
@@ -44,3 +49,8 @@ def qwen2_7b():
 def mistral_7b():
     """Mistral-7B-v0.1's shape (7.24B parameters, a 4096-token sliding window)."""
     return _node("mistral-7b-v0.1")
+
+
+def qwen3_8b():
+    """Qwen3-8B's shape (8.19B parameters: per-head q/k norms, head_dim 128)."""
+    return _node("qwen3-8b")

@@ -23,6 +23,11 @@ from libai.models.pretrained.mapping import (
 __all__ = ["LlamaMapping"]
 
 
+# the skeleton's family options at the values Hugging Face's Llama computes
+_PLAIN_LLAMA = {"qkv_bias": False, "sliding_window": None, "qk_norm": False,
+                "norm_weight_offset": 0.0, "scale_embeddings": False, "activation": "silu"}
+
+
 def _rope_theta(cfg: Mapping[str, Any]) -> float:
     """transformers >= 5 writes ``rope_parameters.rope_theta``; older ones ``rope_theta``."""
     params = cfg.get("rope_parameters") or {}
@@ -53,11 +58,6 @@ class LlamaMapping(FamilyMapping):
         if act != "silu":
             raise ValueError(f"config.json sets hidden_act={cfg.get('hidden_act')!r}; libai's "
                              "Llama computes SwiGLU (hidden_act='silu') only")
-        hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
-        head_dim = cfg.get("head_dim") or hidden // heads
-        if head_dim * heads != hidden:
-            raise ValueError(f"config.json sets head_dim={head_dim} with {heads} heads of width "
-                             f"{hidden}; libai's Llama needs head_dim = hidden_size / heads")
         refuse_unimplemented(cfg)
 
     def model_args(self, cfg: Mapping[str, Any], target: str) -> Dict[str, Any]:
@@ -71,6 +71,7 @@ class LlamaMapping(FamilyMapping):
             initializer_range=cfg.get("initializer_range", 0.02),
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             attention_dropout_prob=cfg.get("attention_dropout", 0.0),
+            head_dim=cfg.get("head_dim") or None,
         )
 
     def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
@@ -109,26 +110,16 @@ class LlamaMapping(FamilyMapping):
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         ours = self.base_model(model).config
-        for key in ("qkv_bias", "sliding_window"):
-            if ours.get(key):
+        for key, plain in _PLAIN_LLAMA.items():
+            if ours.get(key, plain) != plain:
                 raise ValueError(f"this Llama sets {key}={ours[key]!r}, which Hugging Face's Llama "
                                  "does not compute; build it as the family that does (Qwen2: "
-                                 "qkv_bias, Mistral: sliding_window) to export it")
-        hidden, heads = ours["hidden_size"], ours["num_attention_heads"]
+                                 "qkv_bias, Mistral: sliding_window, ...) to export it")
         cfg = dict(base)
         cfg.pop("rope_scaling", None)
-        cfg.update(
-            model_type="llama", architectures=["LlamaForCausalLM"],
-            vocab_size=ours["vocab_size"], hidden_size=hidden,
-            intermediate_size=ours["intermediate_size"], num_hidden_layers=ours["hidden_layers"],
-            num_attention_heads=heads, num_key_value_heads=ours["num_key_value_heads"],
-            head_dim=hidden // heads, max_position_embeddings=ours["max_position_embeddings"],
-            rms_norm_eps=ours["rms_norm_eps"], initializer_range=ours["initializer_range"],
-            rope_theta=ours["rope_theta"],
-            rope_parameters={"rope_theta": ours["rope_theta"], "rope_type": "default"},
-            tie_word_embeddings=ours["tie_word_embeddings"], hidden_act="silu",
-            attention_bias=False, mlp_bias=False, attention_dropout=ours["attention_dropout_prob"],
-        )
+        cfg.update(self.block_config(model), model_type="llama",
+                   architectures=["LlamaForCausalLM"], rope_theta=ours["rope_theta"],
+                   attention_bias=False, mlp_bias=False)
         return cfg
 
     def block_config(self, model: Any) -> Dict[str, Any]:
@@ -138,7 +129,7 @@ class LlamaMapping(FamilyMapping):
             vocab_size=ours["vocab_size"], hidden_size=ours["hidden_size"],
             intermediate_size=ours["intermediate_size"], num_hidden_layers=ours["hidden_layers"],
             num_attention_heads=ours["num_attention_heads"],
-            num_key_value_heads=ours["num_key_value_heads"],
+            num_key_value_heads=ours["num_key_value_heads"], head_dim=ours["head_dim"],
             max_position_embeddings=ours["max_position_embeddings"],
             rms_norm_eps=ours["rms_norm_eps"], initializer_range=ours["initializer_range"],
             rope_parameters={"rope_theta": ours["rope_theta"], "rope_type": "default"},

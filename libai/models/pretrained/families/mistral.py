@@ -41,6 +41,5 @@ class MistralMapping(LlamaMapping):
                if k not in ("rope_scaling", "rope_theta", "attention_bias", "mlp_bias")}
         ours = self.base_model(model).config
         cfg.update(self.block_config(model), model_type="mistral",
-                   architectures=["MistralForCausalLM"], sliding_window=ours["sliding_window"],
-                   head_dim=ours["hidden_size"] // ours["num_attention_heads"])
+                   architectures=["MistralForCausalLM"], sliding_window=ours["sliding_window"])
         return cfg

@@ -20,6 +20,7 @@ class Qwen2Mapping(LlamaMapping):
     model_types = ("qwen2",)
     targets = {"Qwen2Model": Target("", "base"), "Qwen2ForCausalLM": Target("model.", "lm")}
     auto_classes = {"model": "Qwen2Model", "causal_lm": "Qwen2ForCausalLM"}
+    hf_model_type = "qwen2"
 
     def check_config(self, cfg: Mapping[str, Any]) -> None:
         if cfg.get("use_sliding_window"):
@@ -47,8 +48,8 @@ class Qwen2Mapping(LlamaMapping):
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         cfg = {k: v for k, v in base.items()
                if k not in ("rope_scaling", "rope_theta", "head_dim", "attention_bias", "mlp_bias")}
-        cfg.update(self.block_config(model), model_type="qwen2",
-                   architectures=["Qwen2ForCausalLM"], use_sliding_window=False,
+        cfg.update(self.block_config(model), model_type=self.hf_model_type,
+                   architectures=[self.auto_classes["causal_lm"]], use_sliding_window=False,
                    sliding_window=None)
         layers = cfg["num_hidden_layers"]
         cfg.setdefault("max_window_layers", layers)
