@@ -187,9 +187,10 @@ class RMSLayerNorm(_TrailingNorm):
         self.l2norm_epsilon = eps  # LiBai's attribute name for the same number
         self.weight_offset = float(weight_offset)
         self.keep_sbp = keep_sbp
-        if self.weight is not None and self.weight_offset:
-            with flow.no_grad():
-                self.weight.fill_(1.0 - self.weight_offset)  # a scale of 1 to start
+        if self.weight_offset:  # a scale of 1 to start: weight = 1 - offset
+            start = 1.0 - self.weight_offset
+            self.weight = self._affine(lambda w: nn.init.constant_(w, start),
+                                       elementwise_affine, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
         if not self.keep_sbp:

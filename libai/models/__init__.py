@@ -4,6 +4,7 @@ outputs in :mod:`libai.models.language_model`); every model owns its loss and re
 from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel
+from libai.models.gemma import GemmaForCausalLM, GemmaModel
 from libai.models.llama import LlamaForCausalLM, LlamaModel
 from libai.models.mistral import MistralForCausalLM, MistralModel
 from libai.models.qwen2 import Qwen2ForCausalLM, Qwen2Model
@@ -31,6 +32,8 @@ __all__ = [
     "BertModel",
     "GPTForPreTraining",
     "GPTModel",
+    "GemmaForCausalLM",
+    "GemmaModel",
     "LlamaForCausalLM",
     "LlamaModel",
     "MistralForCausalLM",

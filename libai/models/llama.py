@@ -240,8 +240,9 @@ class LlamaForCausalLM(CausalLMTask):
         super().__init__()
         args, _ = self.body_arguments(cfg, model_args, self.body_class)
         self.model = self.body_class(**args)
-        self.tie_word_embeddings = bool(args.get("tie_word_embeddings", False))
-        init, _ = init_methods(args.get("initializer_range", 0.02), 1, False)
+        # the body's settings, its family's defaults included (Gemma ties its head)
+        self.tie_word_embeddings = bool(self.model.config["tie_word_embeddings"])
+        init, _ = init_methods(self.model.config["initializer_range"], 1, False)
         self.lm_head = lm_head(args["vocab_size"], args["hidden_size"],
                                tied=self.tie_word_embeddings, init_method=init)
         self.loss_func = GPTLoss(layer_idx=-1)

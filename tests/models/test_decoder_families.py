@@ -16,12 +16,13 @@ import pytest
 from safetensors.numpy import load_file
 
 from libai.models import (
-    AutoModelForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+    AutoModelForCausalLM, GemmaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
 )
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf")
 FAMILIES = {
     "qwen2": Qwen2ForCausalLM, "mistral": MistralForCausalLM, "qwen3": Qwen3ForCausalLM,
+    "gemma": GemmaForCausalLM,
 }
 COMMON = dict(max_new_tokens=6, eos_token_id=2, pad_token_id=0)
 GENERATIONS = {
@@ -121,6 +122,8 @@ def _with_config(tmp_path, family, change):
      r"layer_types=\['sliding_attention', 'full_attention'\] with sliding_window=3"),
     ("qwen3", {"use_sliding_window": True, "sliding_window": 4}, "use_sliding_window=True"),
     ("qwen3", {"attention_bias": True}, "attention_bias=True"),
+    ("gemma", {"hidden_act": "silu"}, "hidden_act='silu'"),
+    ("gemma", {"final_logit_softcapping": 30.0}, r"final_logit_softcapping=30\.0"),
     ("mistral", {"sliding_window": [3, None]}, r"sliding_window=\[3, None\]"),
     ("mistral", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
      r"rope_parameters=.*'linear'"),
@@ -132,7 +135,8 @@ def test_unimplemented_mechanisms_are_refused_by_name(tmp_path, family, change, 
 
 
 # published totals of the presets' models
-PUBLISHED = {"qwen2_7b": 7_615_616_512, "mistral_7b": 7_241_732_096, "qwen3_8b": 8_190_735_360}
+PUBLISHED = {"qwen2_7b": 7_615_616_512, "mistral_7b": 7_241_732_096, "qwen3_8b": 8_190_735_360,
+             "gemma_7b": 8_537_680_896}
 
 
 @pytest.mark.parametrize("preset", sorted(PUBLISHED))

@@ -10,7 +10,9 @@ after ``model = qwen2_7b()`` in the config.
 from typing import Any, Dict
 
 from libai.config import LazyCall
-from libai.models import MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
+from libai.models import (
+    GemmaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+)
 
 # name -> (class, settings of its published config.json)
 _SHAPES: Dict[str, Any] = {
@@ -27,6 +29,12 @@ _SHAPES: Dict[str, Any] = {
         num_key_value_heads=8, head_dim=128, intermediate_size=12288,
         max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
         tie_word_embeddings=False, qk_norm=True)),
+    "gemma-7b": (GemmaForCausalLM, dict(
+        vocab_size=256000, hidden_size=3072, hidden_layers=28, num_attention_heads=16,
+        num_key_value_heads=16, head_dim=256, intermediate_size=24576,
+        max_position_embeddings=8192, rms_norm_eps=1e-6, rope_theta=10000.0,
+        tie_word_embeddings=True, activation="gelu_tanh", norm_weight_offset=1.0,
+        scale_embeddings=True)),
 }
 
 
@@ -54,3 +62,8 @@ def mistral_7b():
 def qwen3_8b():
     """Qwen3-8B's shape (8.19B parameters: per-head q/k norms, head_dim 128)."""
     return _node("qwen3-8b")
+
+
+def gemma_7b():
+    """Gemma-7B's shape (8.54B parameters: 16 heads of 256 in a 3072-wide model, GeGLU)."""
+    return _node("gemma-7b")
