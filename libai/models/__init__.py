@@ -7,6 +7,7 @@ from libai.models.gpt import GPTForPreTraining, GPTModel
 from libai.models.gemma import GemmaForCausalLM, GemmaModel
 from libai.models.llama import LlamaForCausalLM, LlamaModel
 from libai.models.mistral import MistralForCausalLM, MistralModel
+from libai.models.phi3 import Phi3ForCausalLM, Phi3Model
 from libai.models.qwen2 import Qwen2ForCausalLM, Qwen2Model
 from libai.models.qwen3 import Qwen3ForCausalLM, Qwen3Model
 from libai.models.roberta import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
@@ -38,6 +39,8 @@ __all__ = [
     "LlamaModel",
     "MistralForCausalLM",
     "MistralModel",
+    "Phi3ForCausalLM",
+    "Phi3Model",
     "Qwen2ForCausalLM",
     "Qwen2Model",
     "Qwen3ForCausalLM",

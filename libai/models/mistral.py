@@ -37,6 +37,7 @@ class MistralModel(LlamaModel):
         tie_word_embeddings: bool = False,
         attention_dropout_prob: float = 0.0,
         hidden_dropout_prob: float = 0.0,
+        head_dim: Optional[int] = None,
         qkv_bias: bool = False,
         sliding_window: Optional[int] = 4096,
         scale_mask_softmax_fusion: bool = False,

@@ -39,6 +39,7 @@ class Qwen2Model(LlamaModel):
         tie_word_embeddings: bool = False,
         attention_dropout_prob: float = 0.0,
         hidden_dropout_prob: float = 0.0,
+        head_dim: Optional[int] = None,
         qkv_bias: bool = True,
         scale_mask_softmax_fusion: bool = False,
         amp_enabled: bool = False,

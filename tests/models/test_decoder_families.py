@@ -16,13 +16,13 @@ import pytest
 from safetensors.numpy import load_file
 
 from libai.models import (
-    AutoModelForCausalLM, GemmaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+    AutoModelForCausalLM, GemmaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
 )
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "hf")
 FAMILIES = {
     "qwen2": Qwen2ForCausalLM, "mistral": MistralForCausalLM, "qwen3": Qwen3ForCausalLM,
-    "gemma": GemmaForCausalLM,
+    "gemma": GemmaForCausalLM, "phi3": Phi3ForCausalLM,
 }
 COMMON = dict(max_new_tokens=6, eos_token_id=2, pad_token_id=0)
 GENERATIONS = {
@@ -124,6 +124,11 @@ def _with_config(tmp_path, family, change):
     ("qwen3", {"attention_bias": True}, "attention_bias=True"),
     ("gemma", {"hidden_act": "silu"}, "hidden_act='silu'"),
     ("gemma", {"final_logit_softcapping": 30.0}, r"final_logit_softcapping=30\.0"),
+    ("phi3", {"rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4,
+                                  "short_factor": [1.0], "long_factor": [1.0]}},
+     r"rope_parameters=.*'longrope'"),
+    ("phi3", {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                  "partial_rotary_factor": 0.5}}, "partial_rotary_factor"),
     ("mistral", {"sliding_window": [3, None]}, r"sliding_window=\[3, None\]"),
     ("mistral", {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}},
      r"rope_parameters=.*'linear'"),
@@ -136,7 +141,7 @@ def test_unimplemented_mechanisms_are_refused_by_name(tmp_path, family, change, 
 
 # published totals of the presets' models
 PUBLISHED = {"qwen2_7b": 7_615_616_512, "mistral_7b": 7_241_732_096, "qwen3_8b": 8_190_735_360,
-             "gemma_7b": 8_537_680_896}
+             "gemma_7b": 8_537_680_896, "phi3_mini": 3_821_079_552}
 
 
 @pytest.mark.parametrize("preset", sorted(PUBLISHED))

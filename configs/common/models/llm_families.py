@@ -11,7 +11,7 @@ from typing import Any, Dict
 
 from libai.config import LazyCall
 from libai.models import (
-    GemmaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+    GemmaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
 )
 
 # name -> (class, settings of its published config.json)
@@ -35,6 +35,10 @@ _SHAPES: Dict[str, Any] = {
         max_position_embeddings=8192, rms_norm_eps=1e-6, rope_theta=10000.0,
         tie_word_embeddings=True, activation="gelu_tanh", norm_weight_offset=1.0,
         scale_embeddings=True)),
+    "phi-3-mini": (Phi3ForCausalLM, dict(
+        vocab_size=32064, hidden_size=3072, hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, intermediate_size=8192, max_position_embeddings=4096,
+        rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=2047)),
 }
 
 
@@ -67,3 +71,8 @@ def qwen3_8b():
 def gemma_7b():
     """Gemma-7B's shape (8.54B parameters: 16 heads of 256 in a 3072-wide model, GeGLU)."""
     return _node("gemma-7b")
+
+
+def phi3_mini():
+    """Phi-3-mini-4k's shape (3.82B parameters, a 2047-token sliding window)."""
+    return _node("phi-3-mini")

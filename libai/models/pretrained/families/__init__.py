@@ -10,3 +10,4 @@ from libai.models.pretrained.families import qwen2  # noqa: F401
 from libai.models.pretrained.families import mistral  # noqa: F401
 from libai.models.pretrained.families import qwen3  # noqa: F401
 from libai.models.pretrained.families import gemma  # noqa: F401
+from libai.models.pretrained.families import phi3  # noqa: F401

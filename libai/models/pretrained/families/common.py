@@ -83,10 +83,11 @@ def refuse_unimplemented(cfg: Mapping[str, Any], full_attention_only: bool = Tru
     for key in ("rope_parameters", "rope_scaling"):
         rope = cfg.get(key) or {}
         kind = rope.get("rope_type", rope.get("type", "default"))
-        if kind != "default" or rope.get("factor") is not None:
+        partial = rope.get("partial_rotary_factor", 1.0)
+        if kind != "default" or rope.get("factor") is not None or partial != 1.0:
             raise ValueError(f"config.json sets {key}={rope!r}: rope type {kind!r}; libai "
                              "implements only plain rotary embeddings (rope_type='default', "
-                             "no scaling)")
+                             "no scaling, every feature rotated)")
     kinds = set(cfg.get("layer_types") or ["full_attention"])
     if full_attention_only and kinds != {"full_attention"}:
         raise ValueError(f"config.json sets layer_types={cfg['layer_types']!r}; libai's model of "
