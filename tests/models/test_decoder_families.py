@@ -185,3 +185,40 @@ def test_mistral_window_applies_in_training_and_changes_the_function():
     finally:
         model.eval()
     np.testing.assert_allclose(loss, want, rtol=1e-5)
+
+
+def test_lora_applies_by_module_name_to_qwen2_and_merges_into_an_export(tmp_path):
+    """LoRA on Qwen2's biased query/key_value: only the adapters train (the biases and every
+    base tensor stay), and the merged model exports a Qwen2 checkpoint with the same function."""
+    from libai.models.utils.lora import apply_lora, merge_and_unload
+    from libai.optim import get_default_optimizer_params
+    from libai.utils.distributed import ParallelLayout
+
+    model = Qwen2ForCausalLM.from_pretrained(_path("qwen2"))
+    base = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    with ParallelLayout.from_config({}, world_size=1, rank=0):
+        names = apply_lora(model, ["query", "key_value"], rank=4, alpha=8)
+    assert names == [f"model.layers.{i}.self_attention.{t}" for i in range(2)
+                     for t in ("query", "key_value")]
+    ids = np.random.RandomState(0).randint(3, 96, size=(4, 9))
+    inputs, labels = flow.tensor(ids[:, :-1]), flow.tensor(ids[:, 1:])
+    opt = flow.optim.AdamW(get_default_optimizer_params(model), lr=5e-2)
+    model.train()
+    for _ in range(3):
+        loss = model(inputs, labels)["lm_loss"]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    state = model.state_dict()
+    for name, array in base.items():
+        np.testing.assert_array_equal(state[name].numpy(), array, err_msg=name)
+    with flow.no_grad():
+        tuned = model(inputs)["prediction_scores"].numpy()
+    merge_and_unload(model)
+    model.save_pretrained(str(tmp_path))
+    again = AutoModelForCausalLM.from_pretrained(str(tmp_path)).eval()
+    with flow.no_grad():
+        reloaded = again(inputs)["prediction_scores"].numpy()
+    np.testing.assert_allclose(reloaded, tuned, rtol=1e-4, atol=5e-5)
+    assert np.abs(reloaded - _load("qwen2")[0](inputs)["prediction_scores"].numpy()).max() > 1e-3
