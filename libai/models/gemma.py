@@ -12,47 +12,13 @@ What Gemma sets differently from Llama, all settings of :class:`~libai.models.Ll
   Gemma-7B);
 - the head is tied to the word embedding (``tie_word_embeddings=True``).
 """
-from typing import Optional
-
-from libai.config import configurable
-from libai.models.language_model import constructor_arguments
-from libai.models.llama import LlamaForCausalLM, LlamaModel
+from libai.models.llama import llama_family
 
 __all__ = ["GemmaModel", "GemmaForCausalLM"]
 
-
-class GemmaModel(LlamaModel):
-    """The Gemma body; arguments as :class:`~libai.models.LlamaModel`'s with Gemma's defaults."""
-
-    @configurable
-    def __init__(
-        self,
-        vocab_size: int,
-        hidden_size: int,
-        hidden_layers: int,
-        num_attention_heads: int,
-        intermediate_size: int,
-        num_key_value_heads: Optional[int] = None,
-        max_position_embeddings: int = 8192,
-        rms_norm_eps: float = 1e-6,
-        rope_theta: float = 10000.0,
-        initializer_range: float = 0.02,
-        use_scaled_init_for_output_weights: bool = False,
-        tie_word_embeddings: bool = True,
-        attention_dropout_prob: float = 0.0,
-        hidden_dropout_prob: float = 0.0,
-        head_dim: Optional[int] = 256,
-        activation: str = "gelu_tanh",
-        norm_weight_offset: float = 1.0,
-        scale_embeddings: bool = True,
-        scale_mask_softmax_fusion: bool = False,
-        amp_enabled: bool = False,
-    ) -> None:
-        super().__init__(**constructor_arguments(locals()))
-
-
-class GemmaForCausalLM(LlamaForCausalLM):
-    """Gemma with its (tied) LM head and causal LM loss (see
-    :class:`~libai.models.LlamaForCausalLM`)."""
-
-    body_class = GemmaModel
+GemmaModel, GemmaForCausalLM = llama_family(
+    __name__, "GemmaModel", "GemmaForCausalLM",
+    """The Gemma body: :class:`~libai.models.LlamaModel` with Gemma's settings as defaults.""",
+    head_dim=256, activation="gelu_tanh", norm_weight_offset=1.0, scale_embeddings=True,
+    tie_word_embeddings=True, max_position_embeddings=8192,
+)

@@ -23,6 +23,7 @@ Parallelism: embeddings at ``layer_idx`` 0, block ``i`` at ``i``, final norm / h
 ``-1`` (``train.dist.pipeline_num_layers = hidden_layers``). Tensor parallelism splits query
 and key/value heads, so both head counts must be divisible by the tensor parallel size.
 """
+import inspect
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -43,7 +44,7 @@ from libai.models.language_model import (
 )
 from libai.models.transformer import init_methods, run_blocks
 
-__all__ = ["LlamaModel", "LlamaForCausalLM", "llama_block"]
+__all__ = ["LlamaModel", "LlamaForCausalLM", "llama_block", "llama_family"]
 
 def llama_block(
     hidden_size: int,
@@ -269,6 +270,43 @@ class LlamaForCausalLM(CausalLMTask):
         # position_ids (which generation passes) are not needed: rotary attention depends only
         # on relative positions
         return self.logits(input_ids, attention_mask, past_key_values, use_cache)
+
+
+def llama_family(
+    module: str, body: str, task: str, doc: str, **defaults: Any
+) -> Tuple[type, type]:
+    """``(body class, causal LM class)`` of a family that is a configuration of this skeleton.
+
+    The body is a :class:`LlamaModel` whose constructor has the family's ``defaults`` (its
+    signature shows them, and config resolution reads it); the causal LM is a
+    :class:`LlamaForCausalLM` over that body. ``module`` is where the family's classes are
+    named (their import path); ``doc`` says what the family sets.
+    """
+    signature = inspect.signature(LlamaModel.__init__)
+    unknown = sorted(set(defaults) - set(signature.parameters))
+    if unknown:
+        raise TypeError(f"{body}: {unknown} are not LlamaModel settings")
+    signature = signature.replace(parameters=[
+        p.replace(default=defaults[p.name]) if p.name in defaults else p
+        for p in signature.parameters.values()
+    ])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        del arguments["self"]
+        LlamaModel.__init__(self, **arguments)
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{body}.__init__"
+    attrs = {"__init__": configurable(__init__), "__module__": module, "__doc__": doc}
+    body_class = type(body, (LlamaModel,), dict(attrs, __qualname__=body))
+    task_doc = f"{body} with its LM head and causal LM loss (see :class:`LlamaForCausalLM`)."
+    task_class = type(task, (LlamaForCausalLM,), {
+        "body_class": body_class, "__module__": module, "__qualname__": task, "__doc__": task_doc,
+    })
+    return body_class, task_class
 
 
 def _rounded(value: float, dtype: flow.dtype) -> float:
