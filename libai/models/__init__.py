@@ -1,6 +1,8 @@
-"""Models built from :mod:`libai.layers`. BERT, RoBERTa, GPT-2, T5 and Llama configure one
+"""Models built from :mod:`libai.layers`. BERT, RoBERTa, GPT-2, T5 and Llama (with Qwen2,
+Mistral, Qwen3, Gemma and Phi-3 as settings of Llama's) configure one
 language-model skeleton (embeddings and blocks in :mod:`libai.models.transformer`, heads and task
-outputs in :mod:`libai.models.language_model`); every model owns its loss and returns a dict."""
+outputs in :mod:`libai.models.language_model`); every model owns its loss and returns a dict.
+The Auto classes (:mod:`libai.models.auto`) pick the class of a Hugging Face directory."""
 from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel

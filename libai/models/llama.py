@@ -19,6 +19,10 @@ gets (left padding) does not change the function: the ``position_ids`` generatio
 accepted and not needed, and with a key/value cache the attention rotates new queries and
 keys by the cached length.
 
+Families configured from this skeleton (:func:`llama_family`: Qwen2, Mistral, Qwen3, Gemma,
+Phi-3) differ only by settings of :class:`LlamaModel`: ``qkv_bias``, ``sliding_window``,
+``head_dim``, ``qk_norm``, ``activation``, ``norm_weight_offset``, ``scale_embeddings``.
+
 Parallelism: embeddings at ``layer_idx`` 0, block ``i`` at ``i``, final norm / head / loss at
 ``-1`` (``train.dist.pipeline_num_layers = hidden_layers``). Tensor parallelism splits query
 and key/value heads, so both head counts must be divisible by the tensor parallel size.
