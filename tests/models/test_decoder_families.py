@@ -222,3 +222,11 @@ def test_lora_applies_by_module_name_to_qwen2_and_merges_into_an_export(tmp_path
         reloaded = again(inputs)["prediction_scores"].numpy()
     np.testing.assert_allclose(reloaded, tuned, rtol=1e-4, atol=5e-5)
     assert np.abs(reloaded - _load("qwen2")[0](inputs)["prediction_scores"].numpy()).max() > 1e-3
+
+
+@pytest.mark.parametrize("case", ["greedy", "padded_greedy"])
+def test_mistral_generates_past_the_window_without_the_cache_too(case):
+    """Full recomputation at every step (no cache) slides the same window as cached decoding."""
+    model, ref = _load("mistral")
+    tokens = model.generate(**GENERATIONS[case](ref), **COMMON, use_cache=False).numpy()
+    np.testing.assert_array_equal(tokens, ref[case])
