@@ -16,7 +16,8 @@ least itself), by -10000 when the caller gave a mask (which may leave a row with
 
 Options for T5 and Llama-style models (all off by default):
 
-- ``bias=False``: projections without biases.
+- ``bias=False``: projections without biases; ``qkv_bias`` overrides it for the input
+  projections alone (Qwen2: biased q/k/v, bias-free output).
 - ``softmax_scale``: the factor on ``q·k`` (default ``1/sqrt(head_size)``; T5 uses 1.0).
 - ``head_size``: per-head size when ``heads * head_size != hidden_size`` (T5's ``d_kv``).
 - ``num_key_value_heads``: grouped-query attention. When it is given (any value, even equal to
@@ -26,6 +27,11 @@ Options for T5 and Llama-style models (all off by default):
   query heads. Under tensor parallelism both head counts must divide by the tensor-parallel
   size, so every rank holds whole groups. The cache keeps the ``kv_heads`` keys/values.
   Without it, self attention keeps the fused per-head ``query_key_value`` projection.
+- ``sliding_window``: with the causal mask, query ``i`` sees only the ``sliding_window`` keys
+  ``i - sliding_window < j <= i`` (Mistral), in training, in a full forward and in cached
+  decoding alike; the cache keeps every key (positions stay the cache's length).
+- ``qk_norm_eps``: RMS-normalise each head's query and key (``query_norm`` / ``key_norm``,
+  weights ``[head_size]``) after projection and before rotation (Qwen3).
 - ``rotary_embedding``: a :class:`~libai.layers.RotaryEmbedding` applied to the new queries
   and keys after projection, at positions shifted by the cached length.
 - ``forward(position_bias=...)``: an additive score bias ``[1|batch, heads, q_len, k_len]``
@@ -41,6 +47,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 import oneflow as flow
 from oneflow import nn
 
+from libai.layers.layer_norm import RMSLayerNorm
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
 from libai.layers.utils import (
@@ -89,9 +96,12 @@ class MultiheadAttention(nn.Module):
             softmax input is rescaled back (keeps fp16 scores in range; a no-op in fp32 maths).
         attn_mask_type: ``"padding"`` (only the given mask) or ``"causal"``.
         bias: give every projection a bias.
+        qkv_bias: give the query/key/value projections a bias (None: as ``bias``).
         softmax_scale: multiply ``q·k`` by this (``None``: ``1/sqrt(head_size)``).
         num_key_value_heads: grouped-query attention (see the module docstring).
         rotary_embedding: rotate queries and keys by position (self attention only).
+        sliding_window: causal attention over this many most recent keys (None: all).
+        qk_norm_eps: per-head RMSNorm of queries and keys with this eps (None: none).
         head_size: features per head (``None``: ``hidden_size // num_attention_heads``).
         layer_idx: pipeline position.
     """
@@ -111,10 +121,13 @@ class MultiheadAttention(nn.Module):
         attn_mask_type: Union[str, AttnMaskType] = "padding",
         *,
         bias: bool = True,
+        qkv_bias: Optional[bool] = None,
         softmax_scale: Optional[float] = None,
         num_key_value_heads: Optional[int] = None,
         rotary_embedding: Optional[RotaryEmbedding] = None,
         head_size: Optional[int] = None,
+        sliding_window: Optional[int] = None,
+        qk_norm_eps: Optional[float] = None,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -142,6 +155,7 @@ class MultiheadAttention(nn.Module):
         self.separate_query = is_cross_attention or num_key_value_heads is not None
         self.softmax_scale = softmax_scale
         self.rotary_embedding = rotary_embedding
+        self.sliding_window = _check_window(sliding_window, attn_mask_type)
         self.is_cross_attention = is_cross_attention
         self.attn_mask_type = _mask_type(attn_mask_type)
         on_cuda = layout.device_type == "cuda"
@@ -158,13 +172,20 @@ class MultiheadAttention(nn.Module):
         if output_layer_init_method is None:
             output_layer_init_method = init_method
 
-        col = dict(parallel="col", init_method=init_method, bias=bias, layer_idx=layer_idx)
+        qkv_bias = bias if qkv_bias is None else qkv_bias
+        col = dict(parallel="col", init_method=init_method, bias=qkv_bias, layer_idx=layer_idx)
         inner, kv_inner = self.inner_size, self.kv_heads * self.head_size
         if self.separate_query:
             self.query = Linear(hidden_size, inner, **col)
             self.key_value = Linear(hidden_size, 2 * kv_inner, **col)
         else:
             self.query_key_value = Linear(hidden_size, 3 * inner, **col)
+        if qk_norm_eps is not None:
+            # the head dim is never split, so the norms run on the head-split activations
+            norm = dict(eps=qk_norm_eps, layer_idx=layer_idx, keep_sbp=True)
+            self.query_norm = RMSLayerNorm(self.head_size, **norm)
+            self.key_norm = RMSLayerNorm(self.head_size, **norm)
+        self.qk_norm = qk_norm_eps is not None
         self.dense = Linear(
             inner, hidden_size, bias=bias, parallel="row", init_method=output_layer_init_method,
             skip_bias_add=self.bias_dropout_fusion, layer_idx=layer_idx,
@@ -239,6 +260,8 @@ class MultiheadAttention(nn.Module):
             key, value = self._heads(self.key_value(hidden_states), 2, self.kv_heads)
         else:
             query, key, value = self._heads(self.query_key_value(hidden_states), 3, self.num_heads)
+        if self.qk_norm:
+            query, key = self.query_norm(query), self.key_norm(key)
         if self.rotary_embedding is not None:
             offset = 0 if past_key_value is None else int(past_key_value[0].shape[2])
             query, key = self.rotary_embedding(query, key, position_offset=offset)
@@ -290,8 +313,9 @@ class MultiheadAttention(nn.Module):
         if attention_mask is not None:
             mask = _as_4d_bool(self._to_here_whole(attention_mask), q_len, k_len)
         # one new query (a cached decoding step) is the last position and sees every key: the
-        # causal mask would be all true, so it is not built
-        if self.attn_mask_type == AttnMaskType.causal and q_len > 1:
+        # causal mask would be all true, so it is not built (unless a window hides some)
+        window_hides = self.sliding_window is not None and k_len > self.sliding_window
+        if self.attn_mask_type == AttnMaskType.causal and (q_len > 1 or window_hides):
             causal = self._causal_mask(q_len, k_len)
             mask = causal if mask is None else flow.logical_and(mask, causal)
         return mask
@@ -303,7 +327,10 @@ class MultiheadAttention(nn.Module):
         # query i is position (k_len - q_len + i) of the full sequence when keys are cached
         rows = arange(k_len - q_len, k_len, self.layout, self.layer_idx).view(q_len, 1)
         cols = arange(0, k_len, self.layout, self.layer_idx).view(1, k_len)
-        return (cols <= rows).view(1, 1, q_len, k_len)
+        visible = cols <= rows
+        if self.sliding_window is not None:
+            visible = flow.logical_and(visible, cols > rows - self.sliding_window)
+        return visible.view(1, 1, q_len, k_len)
 
     def _masked_softmax(
         self,
@@ -363,6 +390,15 @@ def _mask_type(value: Union[str, AttnMaskType]) -> AttnMaskType:
         raise ValueError(
             f"attn_mask_type={value!r} is not supported; use 'padding' or 'causal'"
         ) from None
+
+
+def _check_window(window: Optional[int], mask_type: Union[str, AttnMaskType]) -> Optional[int]:
+    if window is None:
+        return None
+    if _mask_type(mask_type) != AttnMaskType.causal or int(window) < 1:
+        raise ValueError(f"sliding_window={window!r} needs attn_mask_type='causal' and a "
+                         "window of at least one key")
+    return int(window)
 
 
 def _check_heads(hidden_size: int, num_heads: int, tp: int) -> None:

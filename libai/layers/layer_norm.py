@@ -163,9 +163,13 @@ class RMSLayerNorm(_TrailingNorm):
         layer_idx: pipeline position.
         dtype: parameter dtype; the result is cast to it when it is half precision (what
             Hugging Face's T5LayerNorm and LlamaRMSNorm do).
+        weight_offset: the scale is ``weight_offset + weight`` (Gemma's ``1 + w``, with the
+            weight initialised to 0); 0 for the plain scale.
+        keep_sbp: normalise the input as it is placed, for a norm over a dim that tensor
+            parallelism never splits (Qwen3's per-head q/k norms of head-split activations).
 
-    Like :class:`LayerNorm`, the input is made whole over the tensor-parallel axis and the
-    weight is broadcast on the layer's stage.
+    Like :class:`LayerNorm`, the input is made whole over the tensor-parallel axis (unless
+    ``keep_sbp``) and the weight is broadcast on the layer's stage.
     """
 
     def __init__(
@@ -176,12 +180,21 @@ class RMSLayerNorm(_TrailingNorm):
         *,
         layer_idx: int = 0,
         dtype: flow.dtype = flow.float32,
+        weight_offset: float = 0.0,
+        keep_sbp: bool = False,
     ) -> None:
         super().__init__(normalized_shape, eps, elementwise_affine, layer_idx, dtype)
         self.l2norm_epsilon = eps  # LiBai's attribute name for the same number
+        self.weight_offset = float(weight_offset)
+        self.keep_sbp = keep_sbp
+        if self.weight_offset:  # a scale of 1 to start: weight = 1 - offset
+            start = 1.0 - self.weight_offset
+            self.weight = self._affine(lambda w: nn.init.constant_(w, start),
+                                       elementwise_affine, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        if not self.keep_sbp:
+            x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         dims = list(range(x.ndim - len(self.normalized_shape), x.ndim))
         # statistics in at least float32 (half-precision inputs are upcast; float64 stays)
         wide = x if x.dtype in (flow.float32, flow.float64) else x.to(flow.float32)
@@ -189,6 +202,11 @@ class RMSLayerNorm(_TrailingNorm):
         normed = wide * flow.rsqrt(variance + self.eps)
         if self.weight is None:
             return normed if wide is x else normed.to(x.dtype)
+        if self.weight_offset:
+            # Gemma scales in float32 and casts the product: (1 + w) is not representable
+            # exactly in half precision
+            scaled = normed * (self.weight.to(normed.dtype) + self.weight_offset)
+            return scaled if scaled.dtype == x.dtype else scaled.to(x.dtype)
         if self.weight.dtype in (flow.float16, flow.bfloat16):
             normed = normed.to(self.weight.dtype)
         return normed * self.weight

@@ -64,9 +64,12 @@ class TransformerLayer(nn.Module):
         normalization: ``"layernorm"`` or ``"rmsnorm"`` (T5, Llama).
         bias: biases in the attention and MLP linears.
         gated_mlp: a gated (GLU) feed-forward (see :class:`MLP`).
-        softmax_scale, head_size, num_key_value_heads, rotary_embedding: self-attention
+        softmax_scale, head_size, num_key_value_heads, rotary_embedding, qkv_bias,
+            sliding_window, qk_norm_eps: self-attention
             options (see :class:`MultiheadAttention`); ``softmax_scale`` and ``head_size``
             also apply to the cross attention.
+        rmsnorm_weight_offset: with ``normalization="rmsnorm"``, the norms scale by
+            ``offset + weight`` (Gemma: 1; see :class:`RMSLayerNorm`).
         layer_idx: this block's index; every sub-layer lives on its pipeline stage.
     """
 
@@ -98,6 +101,10 @@ class TransformerLayer(nn.Module):
         head_size: Optional[int] = None,
         num_key_value_heads: Optional[int] = None,
         rotary_embedding: Optional[RotaryEmbedding] = None,
+        qkv_bias: Optional[bool] = None,
+        sliding_window: Optional[int] = None,
+        qk_norm_eps: Optional[float] = None,
+        rmsnorm_weight_offset: float = 0.0,
         layer_idx: int = 0,
     ) -> None:
         super().__init__()
@@ -120,7 +127,8 @@ class TransformerLayer(nn.Module):
             head_size=head_size,
             layer_idx=layer_idx,
         )
-        norm = _norm_factory(normalization, hidden_size, layernorm_epsilon, layer_idx)
+        norm = _norm_factory(normalization, hidden_size, layernorm_epsilon, layer_idx,
+                             rmsnorm_weight_offset)
 
         # Norm names follow their position: before a branch (pre) or after its residual (post).
         if self.pre_norm:
@@ -128,7 +136,8 @@ class TransformerLayer(nn.Module):
         self.self_attention = MultiheadAttention(
             hidden_size, num_attention_heads, is_cross_attention=False,
             attn_mask_type=attn_mask_type, num_key_value_heads=num_key_value_heads,
-            rotary_embedding=rotary_embedding, **attention_args,
+            rotary_embedding=rotary_embedding, qkv_bias=qkv_bias,
+            sliding_window=sliding_window, qk_norm_eps=qk_norm_eps, **attention_args,
         )
         self.post_attention_layernorm = norm()
         if is_decoder:
@@ -239,8 +248,9 @@ def norm_class(normalization: str) -> type:
 
 
 def _norm_factory(
-    normalization: str, hidden_size: int, eps: float, layer_idx: int
+    normalization: str, hidden_size: int, eps: float, layer_idx: int, weight_offset: float = 0.0
 ) -> Callable[[], nn.Module]:
     """A maker of the block's norms (each branch owns one)."""
     cls = norm_class(normalization)
-    return lambda: cls(hidden_size, eps=eps, layer_idx=layer_idx)
+    extra = {"weight_offset": weight_offset} if weight_offset else {}
+    return lambda: cls(hidden_size, eps=eps, layer_idx=layer_idx, **extra)

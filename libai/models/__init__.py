@@ -1,10 +1,17 @@
-"""Models built from :mod:`libai.layers`. BERT, RoBERTa, GPT-2, T5 and Llama configure one
+"""Models built from :mod:`libai.layers`. BERT, RoBERTa, GPT-2, T5 and Llama (with Qwen2,
+Mistral, Qwen3, Gemma and Phi-3 as settings of Llama's) configure one
 language-model skeleton (embeddings and blocks in :mod:`libai.models.transformer`, heads and task
-outputs in :mod:`libai.models.language_model`); every model owns its loss and returns a dict."""
+outputs in :mod:`libai.models.language_model`); every model owns its loss and returns a dict.
+The Auto classes (:mod:`libai.models.auto`) pick the class of a Hugging Face directory."""
 from libai.models.build import build_graph, build_model
 from libai.models.bert import BertForClassification, BertForPreTraining, BertModel
 from libai.models.gpt import GPTForPreTraining, GPTModel
+from libai.models.gemma import GemmaForCausalLM, GemmaModel
 from libai.models.llama import LlamaForCausalLM, LlamaModel
+from libai.models.mistral import MistralForCausalLM, MistralModel
+from libai.models.phi3 import Phi3ForCausalLM, Phi3Model
+from libai.models.qwen2 import Qwen2ForCausalLM, Qwen2Model
+from libai.models.qwen3 import Qwen3ForCausalLM, Qwen3Model
 from libai.models.roberta import RobertaForCausalLM, RobertaForPreTraining, RobertaModel
 from libai.models.t5 import T5ForPreTraining, T5Model
 from libai.models.transformer import TextEmbedding, TransformerModelMixin, TransformerStack
@@ -14,8 +21,13 @@ from libai.models.vit import VisionTransformer
 from libai.models.alexnet import AlexNet
 from libai.models.resmlp import ResMLP
 from libai.models.resnet import ResNet
+from libai.models.auto import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 __all__ = [
+    "AutoConfig",
+    "AutoModel",
+    "AutoModelForCausalLM",
+    "AutoModelForSeq2SeqLM",
     "build_graph",
     "build_model",
     "BertForClassification",
@@ -23,8 +35,18 @@ __all__ = [
     "BertModel",
     "GPTForPreTraining",
     "GPTModel",
+    "GemmaForCausalLM",
+    "GemmaModel",
     "LlamaForCausalLM",
     "LlamaModel",
+    "MistralForCausalLM",
+    "MistralModel",
+    "Phi3ForCausalLM",
+    "Phi3Model",
+    "Qwen2ForCausalLM",
+    "Qwen2Model",
+    "Qwen3ForCausalLM",
+    "Qwen3Model",
     "RobertaForCausalLM",
     "RobertaForPreTraining",
     "RobertaModel",

@@ -21,6 +21,9 @@ from libai.models import (  # noqa: E402
     BertForClassification, BertForPreTraining, GPTForPreTraining, SwinTransformer, VisionTransformer,
 )
 from libai.models import LlamaForCausalLM, RobertaForPreTraining, SwinTransformerV2  # noqa: E402
+from libai.models import (  # noqa: E402
+    GemmaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+)
 from libai.models.pretrained import read_state_dict  # noqa: E402
 from libai.models.pretrained.placement import broadcast_object  # noqa: E402
 
@@ -44,6 +47,13 @@ CASES = {
                "layers.1.blocks.0.attn.qkv.weight"),
     "llama": (LlamaForCausalLM, 2, ["input_ids"], "logits", "prediction_scores",
               "model.layers.0.self_attention.query.weight"),
+    # the decoder families of the Llama skeleton: q/k/v biases, sliding window (7 tokens past
+    # a window of 3 / 4), per-head q/k norms, Gemma's norms and tied head, Phi-3's fused tensors
+    **{name: (cls, 2, ["input_ids"], "logits", "prediction_scores",
+              "model.layers.0.self_attention.key_value.weight")
+       for name, cls in [("qwen2", Qwen2ForCausalLM), ("mistral", MistralForCausalLM),
+                         ("qwen3", Qwen3ForCausalLM), ("gemma", GemmaForCausalLM),
+                         ("phi3", Phi3ForCausalLM)]},
 }
 
 

@@ -11,7 +11,8 @@ import pytest
 from tests.launch_helpers import launched_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = ["gpt2", "bert", "bert_classifier", "vit", "swin", "roberta", "swinv2", "llama"]
+FIXTURES = ["gpt2", "bert", "bert_classifier", "vit", "swin", "roberta", "swinv2", "llama",
+            "qwen2", "mistral", "qwen3", "gemma", "phi3"]
 
 
 @pytest.fixture(scope="module")

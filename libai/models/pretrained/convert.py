@@ -76,7 +76,7 @@ def to_libai(
     expected: Mapping[str, Shape],
 ) -> Tuple[Dict[str, np.ndarray], LoadReport]:
     """Hugging Face ``state`` -> libai arrays for the tensors named in ``expected``."""
-    state = family.normalise_keys(dict(state))
+    state = family.split_for_import(family.normalise_keys(dict(state)), cfg)
     report = LoadReport()
     used = set()
     out: Dict[str, np.ndarray] = {}
@@ -138,4 +138,4 @@ def to_hf(
         parts: Sequence[np.ndarray] = rule.save(np.asarray(ours[rule.ours], dtype=np.float32))
         for name, array in zip(rule.theirs, parts):
             out[name] = np.ascontiguousarray(array, dtype=np.float32)
-    return out
+    return family.fuse_for_export(out, cfg)

@@ -122,6 +122,8 @@ class FamilyMapping:
     hf_prefix: str = ""  # prefix of the base model inside HF head models ("transformer.")
     hf_head_keys: Tuple[str, ...] = ()  # key prefixes of HF heads (unused by a base model)
     ignorable: Tuple[str, ...] = ()  # regexes of HF keys that carry no weights (buffers)
+    # the libai class of each Auto class ("model", "causal_lm", "seq2seq_lm") this family serves
+    auto_classes: Dict[str, str] = {}
 
     # ---------------------------------------------------------------- config
     def check_config(self, cfg: Mapping[str, Any]) -> None:
@@ -148,6 +150,16 @@ class FamilyMapping:
             return state
         return {(k if k.startswith(self.hf_head_keys) else self.hf_prefix + k): v
                 for k, v in state.items()}
+
+    def split_for_import(self, state: Dict[str, Array], cfg: Mapping[str, Any]) -> Dict[str, Array]:
+        """The checkpoint's tensors as the rules name them: a family whose checkpoints fuse
+        tensors that its rules name apart (Phi-3's ``qkv_proj``) splits them here, and fuses
+        them back in :meth:`fuse_for_export`."""
+        return state
+
+    def fuse_for_export(self, state: Dict[str, Array], cfg: Mapping[str, Any]) -> Dict[str, Array]:
+        """Inverse of :meth:`split_for_import`, applied to the exported tensors."""
+        return state
 
     def is_ignorable(self, key: str) -> bool:
         return any(re.search(p, key) for p in self.ignorable)

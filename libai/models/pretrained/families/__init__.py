@@ -6,3 +6,8 @@ from libai.models.pretrained.families import roberta  # noqa: F401
 from libai.models.pretrained.families import swinv2  # noqa: F401
 from libai.models.pretrained.families import llama  # noqa: F401
 from libai.models.pretrained.families import t5  # noqa: F401
+from libai.models.pretrained.families import qwen2  # noqa: F401
+from libai.models.pretrained.families import mistral  # noqa: F401
+from libai.models.pretrained.families import qwen3  # noqa: F401
+from libai.models.pretrained.families import gemma  # noqa: F401
+from libai.models.pretrained.families import phi3  # noqa: F401

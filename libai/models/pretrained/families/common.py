@@ -16,6 +16,7 @@ __all__ = [
     "norm",
     "num_labels",
     "qkv",
+    "refuse_unimplemented",
     "require",
     "set_labels",
 ]
@@ -58,6 +59,40 @@ def require(cfg: Mapping[str, Any], key: str, expected: Any, why: str) -> None:
     value = cfg.get(key, expected)
     if value != expected:
         raise ValueError(f"config.json sets {key}={value!r}; libai supports only {expected!r} ({why})")
+
+
+# config.json fields naming mechanisms no libai decoder computes: set (non-null), they would
+# change the function, so a checkpoint that sets one is refused rather than silently mis-run
+_UNIMPLEMENTED = (
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "query_pre_attn_scalar",
+    "partial_rotary_factor",
+)
+
+
+def refuse_unimplemented(cfg: Mapping[str, Any], full_attention_only: bool = True) -> None:
+    """Refuse a decoder ``config.json`` that sets a mechanism libai does not implement: logit
+    soft-capping, rope scaling of any kind, partial rotary, and (``full_attention_only``) a
+    per-layer attention pattern other than full attention everywhere."""
+    for key in _UNIMPLEMENTED:
+        value = cfg.get(key)
+        if value is not None and not (key == "partial_rotary_factor" and value == 1.0):
+            raise ValueError(f"config.json sets {key}={value!r}, a mechanism libai does not "
+                             f"implement; only checkpoints without it (null) load")
+    for key in ("rope_parameters", "rope_scaling"):
+        rope = cfg.get(key) or {}
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        partial = rope.get("partial_rotary_factor", 1.0)
+        if kind != "default" or rope.get("factor") is not None or partial != 1.0:
+            raise ValueError(f"config.json sets {key}={rope!r}: rope type {kind!r}; libai "
+                             "implements only plain rotary embeddings (rope_type='default', "
+                             "no scaling, every feature rotated)")
+    kinds = set(cfg.get("layer_types") or ["full_attention"])
+    if full_attention_only and kinds != {"full_attention"}:
+        raise ValueError(f"config.json sets layer_types={cfg['layer_types']!r}; libai's model of "
+                         f"model_type={cfg.get('model_type')!r} computes full attention in every "
+                         "layer")
 
 
 def linear(ours: str, theirs: str, bias: bool = True) -> List[Rule]:

@@ -13,12 +13,19 @@ the q/k weights load unchanged; there are no biases. The head is separate
 """
 from typing import Any, Dict, List, Mapping
 
-from libai.models.pretrained.families.common import activation_from_hf, require
+from libai.models.pretrained.families.common import (
+    activation_from_hf, refuse_unimplemented, require,
+)
 from libai.models.pretrained.mapping import (
     FamilyMapping, Rule, Target, fused_qkv, register, same,
 )
 
 __all__ = ["LlamaMapping"]
+
+
+# the skeleton's family options at the values Hugging Face's Llama computes
+_PLAIN_LLAMA = {"qkv_bias": False, "sliding_window": None, "qk_norm": False,
+                "norm_weight_offset": 0.0, "scale_embeddings": False, "activation": "silu"}
 
 
 def _rope_theta(cfg: Mapping[str, Any]) -> float:
@@ -39,6 +46,7 @@ def _attention_rules(ours: str, hf: str, kv_heads: int) -> List[Rule]:
 class LlamaMapping(FamilyMapping):
     model_types = ("llama",)
     targets = {"LlamaModel": Target("", "base"), "LlamaForCausalLM": Target("model.", "lm")}
+    auto_classes = {"model": "LlamaModel", "causal_lm": "LlamaForCausalLM"}
     hf_prefix = "model."
     hf_head_keys = ("lm_head.",)
     ignorable = (r"\.rotary_emb\.inv_freq$",)
@@ -50,16 +58,7 @@ class LlamaMapping(FamilyMapping):
         if act != "silu":
             raise ValueError(f"config.json sets hidden_act={cfg.get('hidden_act')!r}; libai's "
                              "Llama computes SwiGLU (hidden_act='silu') only")
-        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
-        kind = rope.get("rope_type", rope.get("type", "default"))
-        if kind != "default":
-            raise ValueError(f"config.json sets rope type {kind!r}; libai's Llama supports only "
-                             "plain rotary embeddings (rope_type='default', no scaling)")
-        hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
-        head_dim = cfg.get("head_dim") or hidden // heads
-        if head_dim * heads != hidden:
-            raise ValueError(f"config.json sets head_dim={head_dim} with {heads} heads of width "
-                             f"{hidden}; libai's Llama needs head_dim = hidden_size / heads")
+        refuse_unimplemented(cfg)
 
     def model_args(self, cfg: Mapping[str, Any], target: str) -> Dict[str, Any]:
         return dict(
@@ -72,6 +71,7 @@ class LlamaMapping(FamilyMapping):
             initializer_range=cfg.get("initializer_range", 0.02),
             tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
             attention_dropout_prob=cfg.get("attention_dropout", 0.0),
+            head_dim=cfg.get("head_dim") or None,
         )
 
     def rules(self, cfg: Mapping[str, Any], target: str) -> List[Rule]:
@@ -82,7 +82,7 @@ class LlamaMapping(FamilyMapping):
             same(f"{p}embed_tokens.weight", "model.embed_tokens.weight"),
             same(f"{p}norm.weight", "model.norm.weight"),
         ]
-        if target == "LlamaForCausalLM" and not cfg.get("tie_word_embeddings", False):
+        if self.targets[target].head == "lm" and not cfg.get("tie_word_embeddings", False):
             rules.append(same("lm_head.weight", "lm_head.weight"))
         for i in range(cfg["num_hidden_layers"]):
             ours, hf = f"{p}layers.{i}", f"model.layers.{i}"
@@ -96,7 +96,12 @@ class LlamaMapping(FamilyMapping):
                 same(f"{ours}.mlp.dense_h_to_4h_linear.weight", f"{hf}.mlp.up_proj.weight"),
                 same(f"{ours}.mlp.dense_4h_to_h.weight", f"{hf}.mlp.down_proj.weight"),
             ]
+            rules += self.block_rules(cfg, ours, hf)
         return rules
+
+    def block_rules(self, cfg: Mapping[str, Any], ours: str, hf: str) -> List[Rule]:
+        """A family's tensors of block ``ours`` (HF ``hf``) beyond Llama's (none here)."""
+        return []
 
     def tied(self, cfg: Mapping[str, Any], target: str) -> Dict[str, str]:
         if cfg.get("tie_word_embeddings", False):
@@ -105,19 +110,29 @@ class LlamaMapping(FamilyMapping):
 
     def hf_config(self, model: Any, target: str, base: Mapping[str, Any]) -> Dict[str, Any]:
         ours = self.base_model(model).config
-        hidden, heads = ours["hidden_size"], ours["num_attention_heads"]
+        for key, plain in _PLAIN_LLAMA.items():
+            if ours.get(key, plain) != plain:
+                raise ValueError(f"this Llama sets {key}={ours[key]!r}, which Hugging Face's Llama "
+                                 "does not compute; build it as the family that does (Qwen2: "
+                                 "qkv_bias, Mistral: sliding_window, ...) to export it")
         cfg = dict(base)
         cfg.pop("rope_scaling", None)
-        cfg.update(
-            model_type="llama", architectures=["LlamaForCausalLM"],
-            vocab_size=ours["vocab_size"], hidden_size=hidden,
+        cfg.update(self.block_config(model), model_type="llama",
+                   architectures=["LlamaForCausalLM"], rope_theta=ours["rope_theta"],
+                   attention_bias=False, mlp_bias=False)
+        return cfg
+
+    def block_config(self, model: Any) -> Dict[str, Any]:
+        """The settings every Llama-skeleton family writes the same way (sizes, rope, norm)."""
+        ours = self.base_model(model).config
+        return dict(
+            vocab_size=ours["vocab_size"], hidden_size=ours["hidden_size"],
             intermediate_size=ours["intermediate_size"], num_hidden_layers=ours["hidden_layers"],
-            num_attention_heads=heads, num_key_value_heads=ours["num_key_value_heads"],
-            head_dim=hidden // heads, max_position_embeddings=ours["max_position_embeddings"],
+            num_attention_heads=ours["num_attention_heads"],
+            num_key_value_heads=ours["num_key_value_heads"], head_dim=ours["head_dim"],
+            max_position_embeddings=ours["max_position_embeddings"],
             rms_norm_eps=ours["rms_norm_eps"], initializer_range=ours["initializer_range"],
-            rope_theta=ours["rope_theta"],
             rope_parameters={"rope_theta": ours["rope_theta"], "rope_type": "default"},
             tie_word_embeddings=ours["tie_word_embeddings"], hidden_act="silu",
-            attention_bias=False, mlp_bias=False, attention_dropout=ours["attention_dropout_prob"],
+            attention_dropout=ours["attention_dropout_prob"],
         )
-        return cfg
