@@ -8,6 +8,7 @@ thin aliases of these modules.
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.bert import BertTokenizer
 from libai.tokenizer.build import build_tokenizer, pad_vocab_size
+from libai.tokenizer.chat_template import ChatTemplateError, render_chat_template
 from libai.tokenizer.gpt2 import GPT2Tokenizer
 from libai.tokenizer.roberta import RobertaTokenizer
 from libai.tokenizer.t5 import T5Tokenizer
@@ -27,6 +28,8 @@ __all__ = [
     "BasicTokenizer",
     "WordpieceTokenizer",
     "build_tokenizer",
+    "ChatTemplateError",
+    "render_chat_template",
     "pad_vocab_size",
     "train_bpe",
     "train_wordpiece",

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from libai.tokenizer.added_tokens import NoSplitTokens
+from libai.tokenizer.chat_template import ChatTemplateMixin
 from libai.tokenizer.encoding import EncodingMixin, _as_id_list
 from libai.tokenizer.padding import check_padding_side
 from libai.tokenizer.pretrained import PretrainedFilesMixin
@@ -64,7 +65,7 @@ def _keyword_arguments(cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any])
     return named
 
 
-class BaseTokenizer(SpecialTokensMixin, EncodingMixin, PretrainedFilesMixin,
+class BaseTokenizer(SpecialTokensMixin, EncodingMixin, PretrainedFilesMixin, ChatTemplateMixin,
                     metaclass=_RegistersSpecialTokens):
     """Shared machinery: special and added tokens, id conversion, encode/decode, padding, files.
 
@@ -110,6 +111,7 @@ class BaseTokenizer(SpecialTokensMixin, EncodingMixin, PretrainedFilesMixin,
         padding_side: str = "right",
         **kwargs: Any,
     ) -> None:
+        self.chat_template = kwargs.pop("chat_template", None)
         if kwargs:
             self._warn_unused(kwargs)
         given = dict(zip(SPECIAL_ROLES, (unk_token, pad_token, cls_token, sep_token,

@@ -25,11 +25,14 @@ __all__ = [
     "SPECIAL_TOKENS_MAP_FILE",
     "ADDED_TOKENS_FILE",
     "TOKENIZER_CONFIG_FILE",
+    "CHAT_TEMPLATE_FILE",
 ]
 
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 ADDED_TOKENS_FILE = "added_tokens.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+#: A chat template kept as its own file (it then wins over tokenizer_config.json's).
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +115,10 @@ class PretrainedFilesMixin:
         special = _read_json(os.path.join(directory, SPECIAL_TOKENS_MAP_FILE)) or {}
         for key, value in special.items():
             init_kwargs.setdefault(key, value)
+        template_file = os.path.join(directory, CHAT_TEMPLATE_FILE)
+        if os.path.isfile(template_file):
+            with open(template_file, encoding="utf-8") as handle:
+                init_kwargs["chat_template"] = handle.read()
         init_kwargs.update(kwargs)
         for key, file_path in files.items():
             init_kwargs.setdefault(key, file_path)
