@@ -53,7 +53,7 @@ class TinyChatTokenizer:
         with open(os.path.join(directory, "tokenizer_config.json")) as handle:
             self.config = json.load(handle)
         self.bos_token, self.eos_token = self.config["bos_token"], self.config["eos_token"]
-        self.bos_token_id = self.tok.token_to_id(self.bos_token)
+        self.bos_token_id = self.tok.token_to_id(self.bos_token) if self.bos_token else None
         self.eos_token_id = self.tok.token_to_id(self.eos_token)
         self.pad_token_id = self.tok.token_to_id(self.config["pad_token"])
         self.chat_template = self.config["chat_template"]
@@ -66,16 +66,11 @@ class TinyChatTokenizer:
 
     def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=True,
                             chat_template=None):
-        import jinja2
+        from libai.tokenizer.chat_template import render_chat_template
 
-        def raise_exception(message):
-            raise jinja2.exceptions.TemplateError(message)
-
-        env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = raise_exception
-        text = env.from_string(chat_template or self.chat_template).render(
-            messages=messages, add_generation_prompt=add_generation_prompt,
-            bos_token=self.bos_token, eos_token=self.eos_token)
+        text = render_chat_template(chat_template or self.chat_template, messages,
+                                    add_generation_prompt=add_generation_prompt,
+                                    bos_token=self.bos_token, eos_token=self.eos_token)
         return self.encode(text) if tokenize else text
 
 
