@@ -38,9 +38,10 @@ class NoSplitTokens:
             target.add(token)
         self._pattern = None
 
-    def split(self, text: str) -> List[Tuple[str, bool]]:
+    def split(self, text: str, strip: bool = True) -> List[Tuple[str, bool]]:
         """``text`` as ``(piece, is_token)`` runs; a matched token is returned in its registered
-        spelling, and whitespace touching a token is dropped (see the module docstring)."""
+        spelling, and whitespace touching a token is dropped (see the module docstring) unless
+        ``strip=False`` (Llama-2's SentencePiece tokenizer keeps it)."""
         if not self.exact and not self.caseless:
             return [(text, False)] if text else []
         if self._pattern is None:
@@ -55,7 +56,7 @@ class NoSplitTokens:
             position = match.end()
         if position < len(text):
             runs.append((text[position:], False))
-        return _strip_around_tokens(runs)
+        return _strip_around_tokens(runs) if strip else runs
 
     def _compile(self) -> "re.Pattern[str]":
         alternatives = [(t, re.escape(t)) for t in self.exact]

@@ -1,0 +1,116 @@
+"""AutoTokenizer on Hugging Face tokenizer directories: the same ids, tokens, decodings, padding,
+special-token ids and chat renderings as transformers (or, for Llama-2's tokenizer.model,
+sentencepiece with LlamaTokenizer's legacy rules) recorded in each fixture's reference.json by
+tests/fixtures/hf_tokenizers/make_tokenizer_fixtures.py."""
+import json
+import os
+
+import pytest
+
+from libai.tokenizer import AutoTokenizer, JSONTokenizer, LlamaSentencePieceTokenizer
+from libai.tokenizer.chat_template import ChatTemplateError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf_tokenizers")
+JSON_DIRS = ["qwen2_bpe", "mistral_unigram", "gemma_bpe", "phi3_wordpiece"]
+ALL_DIRS = JSON_DIRS + ["llama2_sp"]
+
+_CACHE = {}
+
+
+def load(name):
+    if name not in _CACHE:
+        with open(os.path.join(FIXTURES, name, "reference.json"), encoding="utf-8") as f:
+            _CACHE[name] = (AutoTokenizer.from_pretrained(os.path.join(FIXTURES, name)), json.load(f))
+    return _CACHE[name]
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_ids_tokens_and_special_ids_equal_the_reference(name):
+    tok, ref = load(name)
+    expected_class = LlamaSentencePieceTokenizer if name == "llama2_sp" else JSONTokenizer
+    assert type(tok) is expected_class
+    for text, want in zip(ref["texts"], ref["encode"]):
+        assert tok.encode(text) == want["ids"], text
+        assert tok.encode(text, add_special_tokens=False) == want["ids_plain"], text
+        assert tok.convert_ids_to_tokens(want["ids_plain"]) == want["tokens"], text
+        assert tok.decode(want["ids"], skip_special_tokens=True) == want["decode_skip"], text
+        if "decode" in want:
+            assert tok.decode(want["ids"]) == want["decode"], text
+    for role, want in ref["special_ids"].items():
+        assert getattr(tok, f"{role}_token_id") == want, role
+    assert len(tok) == ref["len"] and tok.vocab_size == ref["vocab_size"]
+
+
+@pytest.mark.parametrize("name", JSON_DIRS)
+def test_padding_sides_and_truncation_equal_transformers(name):
+    tok, ref = load(name)
+    assert tok.padding_side == ref["padding_side"]
+    assert tok.encode(ref["texts"][2], truncation=True, max_length=5) == ref["truncated"]
+    if "batch" not in ref:
+        with pytest.raises(ValueError, match="no pad token"):
+            tok.batch_encode(ref["texts"][:3])
+        return
+    assert tok.batch_encode(ref["texts"][:3]) == ref["batch"]
+    flipped = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, name),
+                                            padding_side=ref["batch_flipped"]["padding_side"])
+    assert flipped.batch_encode(ref["texts"][:3])["input_ids"] == ref["batch_flipped"]["input_ids"]
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_chat_template_text_and_ids_equal_the_reference(name):
+    tok, ref = load(name)
+    for key, want in ref["chat"].items():
+        if key == "with_kwargs":
+            got = tok.apply_chat_template(ref["chats"]["system_user"], tokenize=False, **want["kwargs"])
+            assert got == want["text"]
+            continue
+        chat, _, gen = key.partition("+")
+        if "error" in want:
+            with pytest.raises(ChatTemplateError, match="refused this conversation: " + want["error"][:20]):
+                tok.apply_chat_template(ref["chats"][chat], add_generation_prompt=bool(gen))
+            continue
+        text = tok.apply_chat_template(ref["chats"][chat], add_generation_prompt=bool(gen), tokenize=False)
+        assert text == want["text"], key
+        assert tok.apply_chat_template(ref["chats"][chat], add_generation_prompt=bool(gen)) == want["ids"], key
+
+
+def test_add_special_tokens_appends_ids_like_transformers():
+    tok = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, "mistral_unigram"))
+    before = len(tok)
+    assert tok.add_special_tokens({"pad_token": "<pad>"}) == 1
+    assert tok.pad_token_id == before and len(tok) == before + 1
+    ids = tok.encode("dog<pad>", add_special_tokens=False)
+    assert ids[-1] == before and tok.decode(ids, skip_special_tokens=True) == tok.decode(ids[:-1])
+
+
+def test_save_pretrained_round_trips_a_json_tokenizer(tmp_path):
+    tok, ref = load("qwen2_bpe")
+    tok.save_pretrained(str(tmp_path))
+    again = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert again.encode(ref["texts"][3]) == ref["encode"][3]["ids"]
+    assert again.apply_chat_template(ref["chats"]["user"], tokenize=False) == ref["chat"]["user"]["text"]
+
+
+def test_a_directory_without_tokenizer_files_names_the_files_looked_for(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="looked for tokenizer.json, tokenizer.model, vocab.txt"):
+        AutoTokenizer.from_pretrained(str(tmp_path))
+
+
+def test_legacy_false_sentencepiece_is_refused_with_the_field(tmp_path):
+    source = os.path.join(FIXTURES, "llama2_sp")
+    for f in os.listdir(source):
+        data = open(os.path.join(source, f), "rb").read()
+        (tmp_path / f).write_bytes(data)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config["legacy"] = False
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="legacy=false"):
+        AutoTokenizer.from_pretrained(str(tmp_path))
+
+
+def test_existing_vocabularies_still_load_through_auto(tmp_path, bpe_files, gpt2):
+    gpt2.save_pretrained(str(tmp_path))
+    auto = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert type(auto) is type(gpt2)
+    assert auto.encode("the lazy dog") == gpt2.encode("the lazy dog")
