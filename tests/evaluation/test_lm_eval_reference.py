@@ -27,7 +27,7 @@ def evaluated(tmp_path_factory):
     lm = PretrainedLibaiLM(pretrained=os.path.join(FIXTURE, "model"), batch_size=2)
     task_dir = write_tasks(str(tmp_path_factory.mktemp("lm_eval_tasks")))
     results = lm_eval.simple_evaluate(model=lm, tasks=list(TASKS), log_samples=True,
-                                      task_manager=TaskManager(include_path=task_dir))
+                                      task_manager=TaskManager(include_path=task_dir, include_defaults=False))
     with open(os.path.join(FIXTURE, "reference.json")) as handle:
         return results, json.load(handle)
 
