@@ -3,7 +3,7 @@
 Chat samples (``What does module.name do?`` -> the docstring's first sentence) rendered by the
 tokenizer's chat template, loss on the assistant turn only, packed into 128-token sequences;
 the response-only loss of the held-out functions (unseen in fine-tuning) is evaluated every
-100 iterations. 300 iterations of 16 sequences, AdamW at 1e-3.
+100 iterations. 200 iterations of 16 sequences, AdamW at 1e-3.
 
 Before fine-tuning, the same evaluation of the base model::
 
@@ -39,10 +39,10 @@ optim.weight_decay = 0.0
 
 train.update(dict(
     output_dir="output/stdlib_sft/sft", load_weight="output/stdlib_sft/base/model_final",
-    train_micro_batch_size=16, test_micro_batch_size=32, train_iter=300, warmup_ratio=0.05,
+    train_micro_batch_size=16, test_micro_batch_size=32, train_iter=200, warmup_ratio=0.05,
     log_period=50, seed=0,
 ))
 train.evaluation.update(dict(enabled=True, evaluator=LazyCall(ResponseLossEvaluator)(),
                              eval_period=100, eval_metric="response_loss", eval_mode="min"))
-train.checkpointer.period = 300
+train.checkpointer.period = 200
 train.dist.pipeline_num_layers = model.cfg.hidden_layers
