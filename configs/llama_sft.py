@@ -39,6 +39,7 @@ train.update(
     )
 )
 train.activation_checkpoint.enabled = True
+graph.enabled = True  # ZeRO is a Graph-mode feature in OneFlow 0.9
 train.zero_optimization.enabled = True
 train.zero_optimization.stage = 2
 train.amp.enabled = True  # bfloat16/float16 on CUDA; the CPU runs float32
