@@ -2,6 +2,7 @@
 """Generate text with a causal or encoder-decoder model.
 
     python tools/generate.py MODEL_DIR --prompt "..." [--max-new-tokens N] [--num-beams K] [--do-sample ...]
+    python tools/generate.py MODEL_DIR --chat --prompt "..." [--system "..."]   # chat template, streamed
 
 MODEL_DIR is a libai training output_dir (config.yaml + model_final/) or a Hugging Face model
 directory. Everything happens in ``libai.inference.cli`` (see docs/generate_and_predict.md).

@@ -7,8 +7,9 @@ directory, or a config file.
   config's ``tokenization.tokenizer``, when it has one.
 - A Hugging Face directory holds ``config.json`` and weights; the libai class is chosen by the
   pipeline from ``config.json``'s ``architectures`` and built with ``from_pretrained``. The
-  tokenizer comes from vocabulary files in the same directory, when present (``vocab.txt``:
-  BERT; ``vocab.json`` + ``merges.txt``: GPT-2 / RoBERTa; ``spiece.model``: T5).
+  tokenizer comes from the tokenizer files in the same directory, when present
+  (:class:`~libai.tokenizer.AutoTokenizer`: ``tokenizer.json``, ``tokenizer.model``,
+  ``vocab.txt``: BERT; ``vocab.json`` + ``merges.txt``: GPT-2 / RoBERTa; ``spiece.model``: T5).
 - A config file (``.py`` / ``.yaml``) with ``model_path`` pointing at weights of either kind.
 """
 import json
@@ -20,9 +21,8 @@ from oneflow import nn
 
 import libai.models as models
 from libai.config import LazyConfig, instantiate, try_get_key
-from libai.tokenizer import (
-    BaseTokenizer, BertTokenizer, GPT2Tokenizer, RobertaTokenizer, T5Tokenizer, build_tokenizer,
-)
+from libai.tokenizer import AutoTokenizer, BaseTokenizer, build_tokenizer
+from libai.tokenizer.auto import has_tokenizer_files
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.checkpoint_files import read_last_checkpoint
 from libai.utils.distributed import ParallelLayout
@@ -174,24 +174,13 @@ def _import(dotted: str) -> type:
     return getattr(__import__(module, fromlist=[name]), name)
 
 
-_VOCAB_FILES = (
-    (("vocab.txt",), BertTokenizer),
-    (("vocab.json", "merges.txt"), GPT2Tokenizer),
-    (("spiece.model",), T5Tokenizer),
-)
-
-
 def load_tokenizer(source: ModelSource) -> Optional[BaseTokenizer]:
-    """The tokenizer of the config (libai) or of the vocabulary files beside the weights (HF);
-    None when there is none (the pipeline then takes and returns token ids)."""
+    """The tokenizer of the config (libai) or of the tokenizer files beside the weights (HF,
+    through :class:`~libai.tokenizer.AutoTokenizer`); None when there is none (the pipeline
+    then takes and returns token ids)."""
     if source.cfg is not None and try_get_key(source.cfg, "tokenization.tokenizer") is not None:
         return build_tokenizer(source.cfg.tokenization)
     folder = source.weights if source.weights and os.path.isdir(source.weights) else None
-    if folder is None:
+    if folder is None or not has_tokenizer_files(folder):
         return None
-    for files, cls in _VOCAB_FILES:
-        if all(os.path.isfile(os.path.join(folder, f)) for f in files):
-            if cls is GPT2Tokenizer and source.hf_config.get("model_type") == "roberta":
-                cls = RobertaTokenizer
-            return cls.from_pretrained(folder)
-    return None
+    return AutoTokenizer.from_pretrained(folder)

@@ -28,7 +28,7 @@ from libai.tokenizer.pretrained import (
 from libai.tokenizer.roberta import RobertaTokenizer
 from libai.tokenizer.t5 import T5Tokenizer
 
-__all__ = ["AutoTokenizer", "VOCABULARY_FILES"]
+__all__ = ["AutoTokenizer", "VOCABULARY_FILES", "has_tokenizer_files"]
 
 #: libai's own tokenizers, by the files they read (checked after tokenizer.json / .model).
 VOCABULARY_FILES: Tuple[Tuple[Tuple[str, ...], Type[BaseTokenizer]], ...] = (
@@ -90,6 +90,12 @@ def _added_tokens(config: Dict[str, Any]) -> List[Tuple[int, str, bool]]:
     decoder = config.get("added_tokens_decoder") or {}
     return sorted((int(i), _content(t), bool(isinstance(t, dict) and t.get("special")))
                   for i, t in decoder.items())
+
+
+def has_tokenizer_files(directory: str) -> bool:
+    """Whether ``directory`` holds files :class:`AutoTokenizer` can read."""
+    names = [(TOKENIZER_FILE,), (MODEL_FILE,)] + [files for files, _ in VOCABULARY_FILES]
+    return any(all(os.path.isfile(os.path.join(directory, n)) for n in files) for files in names)
 
 
 class AutoTokenizer:

@@ -108,7 +108,7 @@ class EncodingMixin:
     def _encode_unpadded(self, text: str, add_special_tokens: Optional[bool],
                          max_length: Optional[int], truncation: bool) -> List[int]:
         wrap = self.add_bos_token if add_special_tokens is None else add_special_tokens
-        ids = self.convert_tokens_to_ids(self.tokenize(text))
+        ids = self._text_to_ids(text)
         if truncation:
             limit = self._require_length(max_length, "truncation")
             reserved = self.num_special_tokens_to_add() if wrap else 0
@@ -119,6 +119,11 @@ class EncodingMixin:
                 )
             ids = ids[: limit - reserved]
         return self._wrap(ids) if wrap else ids
+
+    def _text_to_ids(self, text: str) -> List[int]:
+        """The ids of ``text`` without special tokens; a tokenizer with a faster route to the
+        same ids (:mod:`libai.tokenizer.fast_backend`) overrides this."""
+        return self.convert_tokens_to_ids(self.tokenize(text))
 
     def _wrap(self, ids: List[int], pair_ids: Optional[List[int]] = None) -> List[int]:
         """Add the special tokens whatever ``add_bos_token`` says (subclasses that consult the

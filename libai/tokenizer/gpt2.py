@@ -3,6 +3,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.byte_level import Pretokenizer, bytes_to_unicode, unicode_to_bytes
+from libai.tokenizer.fast_backend import backend_ids, byte_level_bpe_backend
 from libai.tokenizer.vocab_files import (
     MERGES_TXT,
     VOCAB_JSON,
@@ -163,6 +164,26 @@ class GPT2Tokenizer(BaseTokenizer):
             visible = "".join(byte_encoder[b] for b in pretoken.encode("utf-8"))
             tokens.extend(self.bpe(visible))
         return tokens
+
+    #: ``encode`` uses the ``tokenizers`` package for the same ids, faster (see
+    #: :mod:`libai.tokenizer.fast_backend`); set False on a class or instance to use Python's.
+    use_fast_backend: bool = True
+
+    def _text_to_ids(self, text: str) -> List[int]:
+        backend = self._fast_backend()
+        if backend is None:
+            return super()._text_to_ids(text)
+        return backend_ids(backend, self._no_split.split(text), self._lookup)
+
+    def _fast_backend(self) -> Optional[object]:
+        """The backend, built on first use; None when the Python path must run (a subclass
+        with its own BPE, or files the backend would not reproduce)."""
+        if not self.use_fast_backend or type(self)._tokenize is not GPT2Tokenizer._tokenize \
+                or type(self).bpe is not GPT2Tokenizer.bpe:
+            return None
+        if "_backend" not in self.__dict__:
+            self._backend = byte_level_bpe_backend(self._encoder, self._merges)
+        return self._backend
 
     def convert_tokens_to_string(self, tokens: List[str]) -> str:
         """Map the byte-alphabet characters back to bytes and decode them as UTF-8.

@@ -88,6 +88,7 @@ class GenerationMixin:
         logits_processor: Optional[List[LogitsProcessor]] = None,
         min_length: Optional[int] = None,
         min_new_tokens: Optional[int] = None,
+        streamer: Optional[Any] = None,
         **unsupported: Any,
     ) -> flow.Tensor:
         """Continue ``input_ids`` ``[batch, len]`` (prompts; for encoder-decoder models the
@@ -112,9 +113,13 @@ class GenerationMixin:
             min_length, min_new_tokens: no end-of-sequence token before the sequence has
                 ``min_length`` tokens (prompt included) or ``min_new_tokens`` new ones
                 (Hugging Face's meaning; both given: the longer wins).
+            streamer: an object with ``put(tokens)`` and ``end()`` (Hugging Face's streamer
+                protocol): ``put`` receives the prompts, then each step's new tokens (local
+                int64 ``[batch]``), ``end`` is called once done. Greedy search and sampling
+                only (see :mod:`libai.inference.streaming` for one that prints text).
 
         Other keywords of ``transformers``' ``generate`` that libai does not implement
-        (``no_repeat_ngram_size``, ``output_scores``, ``streamer``, ...) are refused by name
+        (``no_repeat_ngram_size``, ``output_scores``, ``stopping_criteria``, ...) are refused by name
         with a ``TypeError``, rather than silently ignored.
         """
         _refuse_unsupported(unsupported)
@@ -133,6 +138,9 @@ class GenerationMixin:
             top_p=top_p, repetition_penalty=repetition_penalty, extra=logits_processor,
             min_length=least, eos_token_id=eos,
         )
+        if streamer is not None and num_beams > 1:
+            raise ValueError("streamer= works with greedy search and sampling, not beam search "
+                             "(the best beam is known only at the end); use num_beams=1")
         with _decoding_tensors(self):
             run = _Runner(self, prompts, mask, start, use_cache)
             if num_beams > 1:
@@ -142,10 +150,17 @@ class GenerationMixin:
                 )
                 return self._beam_loop(run, search, processors, do_sample, generator,
                                        num_return_sequences)
-            return self._token_loop(run, processors, do_sample, generator, max_length, eos, pad)
+            if streamer is not None:
+                streamer.put(run.tokens)
+            tokens = self._token_loop(run, processors, do_sample, generator, max_length, eos, pad,
+                                      streamer)
+            if streamer is not None:
+                streamer.end()
+            return tokens
 
     # ---------------------------------------------------------------------- loops
-    def _token_loop(self, run, processors, do_sample, generator, max_length, eos, pad):
+    def _token_loop(self, run, processors, do_sample, generator, max_length, eos, pad,
+                    streamer=None):
         """Greedy search or multinomial sampling, one token per step."""
         tokens = run.tokens
         unfinished = flow.ones(tokens.shape[0], dtype=flow.int64, device=tokens.device)
@@ -159,6 +174,8 @@ class GenerationMixin:
             if eos:
                 chosen = chosen * unfinished + pad * (1 - unfinished)
             tokens = flow.cat([tokens, chosen.unsqueeze(1)], dim=1)
+            if streamer is not None:
+                streamer.put(chosen)
             run.advance(None)
             if eos:
                 unfinished = unfinished * flow.logical_not(_is_any(chosen, eos)).to(flow.int64)
@@ -294,7 +311,7 @@ _TRANSFORMERS_ONLY = (
     "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
     "forced_decoder_ids", "sequence_bias", "guidance_scale", "low_memory", "output_scores",
     "output_logits", "output_attentions", "output_hidden_states", "return_dict_in_generate",
-    "streamer", "stopping_criteria", "prefix_allowed_tokens_fn", "synced_gpus", "assistant_model",
+    "stopping_criteria", "prefix_allowed_tokens_fn", "synced_gpus", "assistant_model",
     "negative_prompt_ids", "max_time", "stop_strings", "generation_config", "bos_token_id",
 )
 
