@@ -103,22 +103,30 @@ def write_jsonl(path: str, rows: List[Dict]) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
-def train_tokenizer(texts: List[str], directory: str, vocab_size: int) -> None:
+def write_bpe_tokenizer(texts: List[str], directory: str, vocab_size: int,
+                        specials: List[str], config: Dict) -> str:
+    """Learn a byte-level BPE on ``texts`` with ``tokenizers`` and write a Hugging Face tokenizer
+    directory: ``tokenizer.json`` and ``tokenizer_config.json`` (``config``); return it."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(texts, trainer)
     os.makedirs(directory, exist_ok=True)
     tok.save(os.path.join(directory, "tokenizer.json"))
+    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle, indent=1)
+    return directory
+
+
+def train_tokenizer(texts: List[str], directory: str, vocab_size: int) -> None:
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>",
               "pad_token": "<pad>", "bos_token": None, "chat_template": CHAT_TEMPLATE,
               "model_max_length": 256, "clean_up_tokenization_spaces": False}
-    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
-        json.dump(config, handle, indent=1)
+    write_bpe_tokenizer(texts, directory, vocab_size, SPECIALS, config)
 
 
 def task_yaml(data_dir: str) -> str:
