@@ -148,25 +148,31 @@ def task_yaml(data_dir: str) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", default="data/stdlib_sft")
-    parser.add_argument("--vocab-size", type=int, default=2048)
-    args = parser.parse_args()
-    os.makedirs(args.output, exist_ok=True)
+def make(output: str, vocab_size: int = 2048) -> Dict[str, int]:
+    """Write every file of the project's data into ``output``; return the split sizes."""
+    os.makedirs(output, exist_ok=True)
     pretrain, splits = [], {"train": [], "valid": [], "test": []}
     for name, doc in functions():
         pretrain.append({"text": f"{name}: {doc}"})
         answer = first_sentence(doc)
         if usable(name, answer):
             splits[split_of(name)].append((name, answer))
-    write_jsonl(os.path.join(args.output, "docstrings.jsonl"), pretrain)
+    write_jsonl(os.path.join(output, "docstrings.jsonl"), pretrain)
     for split in ("train", "valid"):
-        write_jsonl(os.path.join(args.output, f"{split}.jsonl"), [
+        write_jsonl(os.path.join(output, f"{split}.jsonl"), [
             {"messages": [{"role": "user", "content": question(n)},
                           {"role": "assistant", "content": a}]} for n, a in splits[split]])
+    write_jsonl(os.path.join(output, "test.jsonl"), multiple_choice(splits["test"]))
+    os.makedirs(os.path.join(output, "task"), exist_ok=True)
+    with open(os.path.join(output, "task", "stdlib_qa.yaml"), "w", encoding="utf-8") as handle:
+        handle.write(task_yaml(output))
+    train_tokenizer([row["text"] for row in pretrain], os.path.join(output, "tokenizer"), vocab_size)
+    return {"docstrings": len(pretrain), **{k: len(v) for k, v in splits.items()}}
+
+
+def multiple_choice(test: List[Tuple[str, str]]) -> List[Dict]:
+    """The task's documents: the prompt, the right answer among three other held-out answers."""
     rng = random.Random(0)
-    test = splits["test"]
     docs = []
     for index, (name, answer) in enumerate(test):
         others = [a for j, (_, a) in enumerate(test) if j != index and a != answer]
@@ -174,14 +180,17 @@ def main() -> None:
         rng.shuffle(choices)
         docs.append({"name": name, "prompt": render_prompt(name), "choices": choices,
                      "answer": choices.index(answer)})
-    write_jsonl(os.path.join(args.output, "test.jsonl"), docs)
-    os.makedirs(os.path.join(args.output, "task"), exist_ok=True)
-    with open(os.path.join(args.output, "task", "stdlib_qa.yaml"), "w", encoding="utf-8") as handle:
-        handle.write(task_yaml(args.output))
-    train_tokenizer([row["text"] for row in pretrain], os.path.join(args.output, "tokenizer"),
-                    args.vocab_size)
-    print(f"{len(pretrain)} docstrings; questions: " +
-          ", ".join(f"{k} {len(v)}" for k, v in splits.items()) + f" -> {args.output}")
+    return docs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", default="data/stdlib_sft")
+    parser.add_argument("--vocab-size", type=int, default=2048)
+    args = parser.parse_args()
+    sizes = make(args.output, args.vocab_size)
+    print(f"{sizes['docstrings']} docstrings; questions: train {sizes['train']}, valid "
+          f"{sizes['valid']}, test {sizes['test']} -> {args.output}")
 
 
 if __name__ == "__main__":
