@@ -7,7 +7,7 @@ its own modules; it has no plugin entry point for other packages. This module re
 and then runs lm_eval's own command line unchanged, so every lm_eval option works::
 
     HF_DATASETS_OFFLINE=1 python -m libai.inference.lm_eval_cli run --model libai \\
-        --model_args pretrained=path/to/hf_dir,batch_size=8 \\
+        --model_args pretrained=path/to/hf_dir --batch_size 8 \\
         --tasks my_task --include_path path/to/task_dir --output_path results/
 
 From Python, call :func:`register` before ``lm_eval.simple_evaluate(model="libai", ...)``, or

@@ -48,3 +48,16 @@ def test_responses_and_metrics_equal_the_hf_reference(evaluated, task):
     for metric, value in reference["results"][task].items():
         if isinstance(value, float):
             assert results["results"][task][metric] == pytest.approx(value, rel=1e-5), metric
+
+
+def test_the_command_line_entry_registers_libai_beside_lm_evals_own_models():
+    from lm_eval.api.registry import get_model, model_registry
+
+    from libai.inference.lm_eval_cli import PretrainedLibaiLM, register
+
+    register()
+    register()  # idempotent
+    assert get_model("libai") is PretrainedLibaiLM
+    assert "hf" in model_registry  # lm_eval's own models stay available (registered first)
+    with pytest.raises(ValueError, match="--model_args pretrained=DIR"):
+        PretrainedLibaiLM()
