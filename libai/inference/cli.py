@@ -192,7 +192,10 @@ def chat_main(argv: Optional[Sequence[str]] = None, input_fn: Callable[[str], st
             session.reply(on_text=None if args.json else show)
         except ChatTemplateError as error:
             raise SystemExit(f"--messages {args.messages}: {error}") from None
-        show("\n") if not args.json else _emit([{"messages": session.messages}], True, str)
+        if args.json:
+            _emit([{"messages": session.messages}], True, str)
+        else:
+            show("\n")
         return 0
     while True:
         try:

@@ -137,6 +137,9 @@ def build_layout(source: ModelSource, data_parallel: Optional[int], tensor_paral
 
 
 def _hf_class(hf_config: Mapping[str, Any], architectures: Mapping[str, str], task: str) -> type:
+    """The libai class of a Hugging Face directory, from config.json's ``architectures`` and
+    the pipeline's table: the one place the choice is made (an Auto class keyed by
+    ``model_type`` can replace this lookup)."""
     names = list(hf_config.get("architectures") or [])
     for arch in names:
         if arch in architectures:

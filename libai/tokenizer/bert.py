@@ -8,6 +8,7 @@ from libai.tokenizer.chinese_wwm import (
     default_segmenter,
     mark_continuations,
 )
+from libai.tokenizer.fast_backend import FastBackendMixin, wordpiece_backend
 from libai.tokenizer.unicode_chars import is_cjk
 from libai.tokenizer.vocab_files import VOCAB_TXT, load_wordpiece_vocab, save_wordpiece_vocab
 from libai.tokenizer.wordpiece import BasicTokenizer, WordpieceTokenizer
@@ -20,7 +21,7 @@ _PUBLISHED = ("bert-base-uncased", "bert-large-uncased", "bert-base-cased", "ber
               "bert-base-chinese")
 
 
-class BertTokenizer(BaseTokenizer):
+class BertTokenizer(FastBackendMixin, BaseTokenizer):
     """WordPiece tokenizer for BERT-style models, from a ``vocab.txt`` (one token per line).
 
     ``encode(text, add_special_tokens=True)`` (or every ``encode`` of a tokenizer built with
@@ -126,6 +127,22 @@ class BertTokenizer(BaseTokenizer):
         return dict(self._vocab)
 
     # -- tokenization --------------------------------------------------------------------------
+    def _build_fast_backend(self) -> Optional[object]:
+        """The ``tokenizers`` route to the same ids, for the plain BERT pipeline only."""
+        basic = self.basic_tokenizer
+        if (type(self)._tokenize is not BertTokenizer._tokenize or not self.do_basic_tokenize
+                or self.do_chinese_wwm or basic.never_split or type(basic) is not BasicTokenizer
+                or type(self.wordpiece_tokenizer) is not WordpieceTokenizer):
+            return None
+        return wordpiece_backend(self._vocab, self.wordpiece_tokenizer.unk_token,
+                                 self.wordpiece_tokenizer.max_input_chars_per_word,
+                                 basic.do_lower_case, basic.strip_accents, basic.tokenize_chinese_chars)
+
+    @staticmethod
+    def _backend_takes(piece: str) -> bool:
+        """ASCII only: beyond it the two sides' Unicode tables differ (see fast_backend)."""
+        return piece.isascii()
+
     def _tokenize(self, text: str) -> List[str]:
         if not self.do_basic_tokenize:
             return self.wordpiece_tokenizer.tokenize(text)

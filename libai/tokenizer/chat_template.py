@@ -182,7 +182,14 @@ class ChatTemplateMixin:
         its text. The template sees the special tokens (``bos_token``, ``eos_token`` ...) and
         ``kwargs``; the rendered text is encoded without adding special tokens, since the
         template writes them (as transformers does). ``return_dict=True`` gives
-        ``{"input_ids", "attention_mask"}``."""
+        ``{"input_ids", "attention_mask"}``. A list of conversations gives a list of results."""
+        if isinstance(messages, (list, tuple)) and messages and isinstance(messages[0], (list, tuple)):
+            return [self.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt,
+                                             tokenize=tokenize, chat_template=chat_template,
+                                             return_dict=return_dict, **kwargs)
+                    for conversation in messages]
+        if isinstance(messages, (list, tuple)) and not messages:
+            raise ChatTemplateError("the conversation is empty: give at least one message")
         template = self.get_chat_template(chat_template)
         context = {key: value for key, value in self.special_tokens_map.items()}
         context.update(kwargs)

@@ -3,7 +3,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.byte_level import Pretokenizer, bytes_to_unicode, unicode_to_bytes
-from libai.tokenizer.fast_backend import backend_ids, byte_level_bpe_backend
+from libai.tokenizer.fast_backend import FastBackendMixin, byte_level_bpe_backend
 from libai.tokenizer.vocab_files import (
     MERGES_TXT,
     VOCAB_JSON,
@@ -49,13 +49,15 @@ def apply_merges(symbols: Sequence[str], ranks: Dict[Tuple[str, str], int]) -> L
     return word
 
 
-class GPT2Tokenizer(BaseTokenizer):
+class GPT2Tokenizer(FastBackendMixin, BaseTokenizer):
     """Byte-level BPE tokenizer for GPT-style models.
 
     Text is cut into pre-tokens (:class:`~libai.tokenizer.byte_level.Pretokenizer`), each
     pre-token's UTF-8 bytes are written in the byte alphabet (a space shows as ``Ġ``), and
     merges join the bytes into vocabulary tokens. Because every byte is a token of its own,
-    ``decode(encode(text)) == text`` for any text with no unknown token.
+    ``decode(encode(text)) == text`` for any text with no unknown token. ``encode`` runs
+    through the ``tokenizers`` package when it gives the same ids
+    (:mod:`libai.tokenizer.fast_backend`).
 
     Args:
         vocab_file: path of ``vocab.json`` (token -> id).
@@ -165,25 +167,11 @@ class GPT2Tokenizer(BaseTokenizer):
             tokens.extend(self.bpe(visible))
         return tokens
 
-    #: ``encode`` uses the ``tokenizers`` package for the same ids, faster (see
-    #: :mod:`libai.tokenizer.fast_backend`); set False on a class or instance to use Python's.
-    use_fast_backend: bool = True
-
-    def _text_to_ids(self, text: str) -> List[int]:
-        backend = self._fast_backend()
-        if backend is None:
-            return super()._text_to_ids(text)
-        return backend_ids(backend, self._no_split.split(text), self._lookup)
-
-    def _fast_backend(self) -> Optional[object]:
-        """The backend, built on first use; None when the Python path must run (a subclass
-        with its own BPE, or files the backend would not reproduce)."""
-        if not self.use_fast_backend or type(self)._tokenize is not GPT2Tokenizer._tokenize \
-                or type(self).bpe is not GPT2Tokenizer.bpe:
+    def _build_fast_backend(self) -> Optional[object]:
+        """The ``tokenizers`` route to the same ids, unless a subclass has its own BPE."""
+        if type(self)._tokenize is not GPT2Tokenizer._tokenize or type(self).bpe is not GPT2Tokenizer.bpe:
             return None
-        if "_backend" not in self.__dict__:
-            self._backend = byte_level_bpe_backend(self._encoder, self._merges)
-        return self._backend
+        return byte_level_bpe_backend(self._encoder, self._merges)
 
     def convert_tokens_to_string(self, tokens: List[str]) -> str:
         """Map the byte-alphabet characters back to bytes and decode them as UTF-8.

@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.decoding import clean_up_tokenization
 from libai.tokenizer.encoding import _as_id_list
+from libai.tokenizer.hf_config import tokenizer_arguments
 
 __all__ = ["JSONTokenizer"]
 
@@ -54,6 +55,20 @@ class JSONTokenizer(BaseTokenizer):
         self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
         kwargs.setdefault("add_bos_token", True)
         super().__init__(**kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str, *init_inputs: Any,
+                        **kwargs: Any) -> "JSONTokenizer":
+        """Read ``tokenizer.json`` and tokenizer_config.json's special tokens, padding side,
+        chat template ... from a directory; ``kwargs`` override them."""
+        directory = os.fspath(pretrained_model_name_or_path)
+        path = os.path.join(directory, TOKENIZER_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no {TOKENIZER_FILE} in {directory}")
+        arguments = tokenizer_arguments(directory)
+        arguments.pop("_config")
+        arguments.update(kwargs)
+        return cls(path, **arguments)
 
     @property
     def backend(self) -> Tokenizer:

@@ -20,6 +20,7 @@ import sentencepiece as spm
 
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.encoding import _as_id_list
+from libai.tokenizer.hf_config import added_tokens, tokenizer_arguments
 
 __all__ = ["LlamaSentencePieceTokenizer"]
 
@@ -58,6 +59,28 @@ class LlamaSentencePieceTokenizer(BaseTokenizer):
         kwargs.setdefault("bos_token", "<s>")
         kwargs.setdefault("eos_token", "</s>")
         super().__init__(add_bos_token=True, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str, *init_inputs: Any,
+                        **kwargs: Any) -> "LlamaSentencePieceTokenizer":
+        """Read ``tokenizer.model`` and tokenizer_config.json (special tokens, ``add_bos_token``,
+        ``add_eos_token``, ``legacy``, chat template, tokens added after the model's pieces)
+        from a directory; ``kwargs`` override them."""
+        directory = os.fspath(pretrained_model_name_or_path)
+        path = os.path.join(directory, MODEL_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no {MODEL_FILE} in {directory}")
+        arguments = tokenizer_arguments(directory)
+        config = arguments.pop("_config")
+        for key in ("add_bos_token", "add_eos_token", "legacy"):
+            if key in config:
+                arguments[key] = config[key]
+        arguments.update(kwargs)
+        tokenizer = cls(path, **arguments)
+        for index, token, special in added_tokens(config):
+            if index >= len(tokenizer) and token is not None:
+                tokenizer.add_tokens([token], special_tokens=special)
+        return tokenizer
 
     @property
     def vocab_size(self) -> int:

@@ -119,3 +119,10 @@ def test_chat_tool_names_bad_message_files(chat_setup, tmp_path):
     bad.write_text(json.dumps([{"role": "assistant", "content": "first"}]))
     with pytest.raises(SystemExit, match="roles must alternate"):
         chat_main([folder, "--messages", str(bad)])
+
+
+def test_streaming_is_refused_with_beam_search(chat_setup):
+    pipe = chat_setup[1]
+    with pytest.raises(ValueError, match="not beam search"):
+        pipe.model.generate(flow.tensor([[1, 5, 6]]), max_new_tokens=2, num_beams=2,
+                            streamer=TextStreamer(pipe.tokenizer))

@@ -58,3 +58,36 @@ def test_a_subclass_with_its_own_bpe_keeps_it(bpe_files):
             return super().bpe(pretoken)
 
     assert Upper(*bpe_files)._fast_backend() is None
+
+
+def _bert_variants(bert_vocab_file):
+    from libai.tokenizer import BertTokenizer
+    yield BertTokenizer(bert_vocab_file)
+    yield BertTokenizer(bert_vocab_file, do_lower_case=False)
+    yield BertTokenizer(bert_vocab_file, strip_accents=False, tokenize_chinese_chars=False)
+
+
+_BERT_TEXTS = ["Hello, World! unaffable running", "Café naïve 今天天气 $50 [MASK] emoji 😀",
+               "  \t\x00weird\u200b spacing\ufffd\u00a0here  ", "Ünaffable HELLO.world", "a" * 150,
+               "[CLS] hello [SEP] world [SEP]"]
+
+
+def test_bert_takes_the_backend_and_gives_the_python_ids(bert_vocab_file):
+    for bert in _bert_variants(bert_vocab_file):
+        assert bert._fast_backend() is not None
+        slow = _python_path(bert)
+        for text in _BERT_TEXTS:
+            assert bert.encode(text, add_special_tokens=True) == slow.encode(text, add_special_tokens=True), text
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT)
+def test_bert_same_ids_on_any_text(bert_vocab_file, text):
+    for bert in _bert_variants(bert_vocab_file):
+        assert bert.encode(text) == _python_path(bert).encode(text)
+
+
+def test_bert_options_the_backend_lacks_keep_the_python_path(bert_vocab_file):
+    from libai.tokenizer import BertTokenizer
+    assert BertTokenizer(bert_vocab_file, never_split=["hello"])._fast_backend() is None
+    assert BertTokenizer(bert_vocab_file, do_basic_tokenize=False)._fast_backend() is None

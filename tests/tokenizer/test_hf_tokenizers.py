@@ -74,13 +74,18 @@ def test_chat_template_text_and_ids_equal_the_reference(name):
         assert tok.apply_chat_template(ref["chats"][chat], add_generation_prompt=bool(gen)) == want["ids"], key
 
 
-def test_add_special_tokens_appends_ids_like_transformers():
-    tok = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, "mistral_unigram"))
-    before = len(tok)
-    assert tok.add_special_tokens({"pad_token": "<pad>"}) == 1
-    assert tok.pad_token_id == before and len(tok) == before + 1
-    ids = tok.encode("dog<pad>", add_special_tokens=False)
-    assert ids[-1] == before and tok.decode(ids, skip_special_tokens=True) == tok.decode(ids[:-1])
+@pytest.mark.parametrize("name", JSON_DIRS)
+def test_added_pad_and_special_tokens_get_transformers_ids(name):
+    tok = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, name))
+    want = load(name)[1]["added"]
+    created = 0
+    if tok.pad_token is None:
+        created += tok.add_special_tokens({"pad_token": "<pad>"})
+    created += tok.add_tokens(["<extra>"], special_tokens=True)
+    assert (created, len(tok), tok.pad_token_id) == (want["created"], want["len"], want["pad_id"])
+    ids = tok.encode(want["text"], add_special_tokens=False)
+    assert ids == want["ids"]
+    assert tok.decode(ids, skip_special_tokens=True) == want["decode_skip"]
 
 
 def test_save_pretrained_round_trips_a_json_tokenizer(tmp_path):
@@ -114,3 +119,14 @@ def test_existing_vocabularies_still_load_through_auto(tmp_path, bpe_files, gpt2
     auto = AutoTokenizer.from_pretrained(str(tmp_path))
     assert type(auto) is type(gpt2)
     assert auto.encode("the lazy dog") == gpt2.encode("the lazy dog")
+
+
+def test_a_batch_of_conversations_and_an_empty_one():
+    tok, ref = load("qwen2_bpe")
+    batch = tok.apply_chat_template([ref["chats"]["user"], ref["chats"]["multi_turn"]], tokenize=False)
+    assert batch == [ref["chat"]["user"]["text"], ref["chat"]["multi_turn"]["text"]]
+    with pytest.raises(ChatTemplateError, match="empty"):
+        tok.apply_chat_template([])
+    bare = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, "qwen2_bpe"), chat_template=None)
+    with pytest.raises(ChatTemplateError, match="has no chat template"):
+        bare.apply_chat_template(ref["chats"]["user"])
