@@ -6,6 +6,7 @@ transformers read the result::
     python projects/stdlib_sft/export_hf.py output/stdlib_sft/sft output/stdlib_sft/sft_hf
 """
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -26,6 +27,18 @@ def export(run_dir: str, out_dir: str, tokenizer_dir: str) -> None:
     model.save_pretrained(out_dir)
     for name in TOKENIZER_FILES:
         shutil.copy(os.path.join(tokenizer_dir, name), os.path.join(out_dir, name))
+    write_generation_config(out_dir)
+
+
+def write_generation_config(out_dir: str) -> None:
+    """``generation_config.json``: a reply ends at the chat template's ``<|end|>`` (or at the
+    end of text), what tools/chat.py and transformers read as the stop tokens."""
+    from libai.tokenizer import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(out_dir)
+    stops = [tokenizer.convert_tokens_to_ids("<|end|>"), tokenizer.eos_token_id]
+    with open(os.path.join(out_dir, "generation_config.json"), "w", encoding="utf-8") as handle:
+        json.dump({"eos_token_id": stops, "pad_token_id": tokenizer.pad_token_id}, handle, indent=1)
 
 
 def main() -> None:
