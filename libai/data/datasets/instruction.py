@@ -60,7 +60,7 @@ class InstructionDataset(SFTDataset):
         self.system_prompt = system_prompt
         self.render = template_renderer(tokenizer, chat_template) if use_chat_template else None
         bos = getattr(tokenizer, "bos_token_id", None)
-        self.bos = [bos] if (add_bos if add_bos is not None else bos is not None) and bos is not None else []
+        self.bos = [bos] if bos is not None and add_bos is not False else []
         eos = getattr(tokenizer, "eos_token_id", None)
         if add_eos and eos is None and not use_chat_template:
             raise ValueError(
