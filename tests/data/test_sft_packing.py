@@ -89,3 +89,24 @@ def test_pad_collate_pads_to_the_smallest_bucket(data):
     assert batch.labels.tensor.numpy().tolist() == full.labels.tensor.numpy()[:, :bucket].tolist()
     with pytest.raises(ValueError, match="largest bucket 32"):
         PadCollate(0, buckets=[32])([unpadded[0]])  # 61 tokens
+
+
+def test_packed_batches_shard_over_data_parallel_ranks_and_resume(data):
+    from libai.data.build import build_nlp_train_loader
+
+    twice = InstructionDataset(ROWS * 2, data.tokenizer, 128)
+    packed = PackedDataset(twice)  # two samples a sequence
+    assert len(packed) == 5
+
+    def first_ids(rank, consumed=0, batches=2):
+        loader = build_nlp_train_loader(packed, train_batch_size=1, num_workers=0, seed=3,
+                                        consumed_samples=consumed, data_parallel_rank=rank,
+                                        data_parallel_size=2)[0]
+        out = []
+        for _, batch in zip(range(batches), loader):
+            out.append(tuple(batch.input_ids.tensor[0].tolist()))
+        return out
+
+    rank0, rank1 = first_ids(0), first_ids(1)
+    assert len(set(rank0 + rank1)) == 4  # two global steps: four different packed sequences
+    assert first_ids(0, consumed=2, batches=1) == rank0[1:]  # resumed after one global step
