@@ -162,32 +162,42 @@ class LibaiLM(TemplateLM):
 
     # ------------------------------------------------------------------ generation
     def generate_until(self, requests: List[Any], disable_tqdm: bool = False) -> List[str]:
+        """Continuations, ``batch_size`` requests at a time (consecutive requests with the same
+        generation settings share a left-padded batch)."""
         eos = self.tokenizer.decode([self.eot_token_id], skip_special_tokens=False)
-        results = []
-        for context, gen_kwargs in [req.args for req in requests]:
-            kwargs = normalize_gen_kwargs(dict(gen_kwargs), self.max_gen_toks)
+        args = [req.args for req in requests]
+        results: List[str] = []
+        while len(results) < len(args):
+            start, settings = len(results), args[len(results)][1]
+            chunk = [context for context, kw in args[start:start + self.batch_size] if kw == settings]
+            kwargs = normalize_gen_kwargs(dict(settings), self.max_gen_toks)
             until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
             new_tokens = kwargs.pop("max_gen_toks")
-            text = self.generate_text(context, until, new_tokens, **kwargs)
-            results.append(text)
-            self.cache_hook.add_partial("generate_until", (context, gen_kwargs), text)
+            for context, text in zip(chunk, self.generate_texts(chunk, until, new_tokens, **kwargs)):
+                results.append(text)
+                self.cache_hook.add_partial("generate_until", (context, settings), text)
         return results
 
-    def generate_text(self, context: str, until: Sequence[str], max_new_tokens: int,
-                      do_sample: bool = False, temperature: float = 0.0, **kwargs: Any) -> str:
-        """The continuation of ``context`` cut before the first of ``until``."""
+    def generate_texts(self, contexts: Sequence[str], until: Sequence[str], max_new_tokens: int,
+                       do_sample: bool = False, temperature: float = 0.0, **kwargs: Any) -> List[str]:
+        """The continuations of ``contexts`` (one left-padded batch), each cut before the first
+        of ``until``."""
         room = max(1, self.max_length - max_new_tokens)
-        prompt = self.tok_encode(context, left_truncate_len=room)
+        prompts = [self.tok_encode(context, left_truncate_len=room) for context in contexts]
+        longest = max(len(prompt) for prompt in prompts)
+        pad = self.eot_token_id
+        ids = [[pad] * (longest - len(p)) + p for p in prompts]
+        mask = [[0] * (longest - len(p)) + [1] * len(p) for p in prompts]
         sampling = {"do_sample": True, "temperature": temperature} if do_sample else {}
         for name in ("top_k", "top_p"):
             if name in kwargs:
                 sampling[name] = kwargs.pop(name)
         tokens = self.model.generate(
-            flow.tensor([prompt], dtype=flow.long), max_new_tokens=max_new_tokens,
-            eos_token_id=self.eot_token_id, pad_token_id=self.eot_token_id, **sampling,
+            flow.tensor(ids, dtype=flow.long), attention_mask=flow.tensor(mask, dtype=flow.long),
+            max_new_tokens=max_new_tokens, eos_token_id=pad, pad_token_id=pad, **sampling,
         )
-        text = self.tokenizer.decode(tokens[0, len(prompt):].tolist())
-        return postprocess_generated_text(text, list(until), None)
+        texts = [self.tokenizer.decode(row[longest:].tolist()) for row in tokens]
+        return [postprocess_generated_text(text, list(until), None) for text in texts]
 
 
 def _model_max_length(model: Any) -> int:

@@ -90,3 +90,11 @@ def test_generate_until_cuts_at_the_first_stop_string(lm):
     ]))
     assert free == full
     assert cut == full[:full.index(stop)]
+
+
+def test_batched_generation_equals_one_request_at_a_time(lm):
+    contexts = ["What does math.sqrt do?", "Explain", "And abs? Return the absolute value"]
+    requests = _requests("generate_until", [(c, {"until": ["\n"], "max_gen_toks": 6}) for c in contexts])
+    batched = lm.generate_until(requests)  # batch_size=3: one left-padded batch
+    single = LibaiLM(model=lm.model, tokenizer=lm.tokenizer, batch_size=1)
+    assert batched == single.generate_until(requests)
