@@ -8,7 +8,6 @@ are exactly those transformers' fast tokenizers give, and adds libai's interface
 re-implemented here.
 """
 import os
-from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from tokenizers import Tokenizer
@@ -27,7 +26,11 @@ class JSONTokenizer(BaseTokenizer):
     """A tokenizer read from ``tokenizer.json`` with the ``tokenizers`` package.
 
     Args:
-        tokenizer_file: path of ``tokenizer.json``.
+        vocab_file: path of ``tokenizer.json``, or of a directory holding it (its
+            tokenizer_config.json then supplies the special tokens, padding side and chat
+            template, as in ``from_pretrained``). Named as libai's other tokenizers name their
+            file, so configs and ``tools/preprocess_data.py --vocab-file`` work alike.
+        tokenizer_file: the same, under Hugging Face's name.
         tokenizer_object: a ``tokenizers.Tokenizer`` to wrap instead of a file.
         clean_up_tokenization_spaces: ``decode`` removes spaces before punctuation (as
             tokenizer_config.json says; False by default).
@@ -38,12 +41,21 @@ class JSONTokenizer(BaseTokenizer):
     None means True here, as Hugging Face's ``encode``).
     """
 
-    vocab_files_names = {"tokenizer_file": TOKENIZER_FILE}
+    vocab_files_names = {"vocab_file": TOKENIZER_FILE}
     spaces_between_special_tokens = False
 
-    def __init__(self, tokenizer_file: Optional[str] = None, *,
+    def __init__(self, vocab_file: Optional[str] = None, *, tokenizer_file: Optional[str] = None,
                  tokenizer_object: Optional[Tokenizer] = None,
-                 clean_up_tokenization_spaces: bool = False, **kwargs: Any) -> None:
+                 clean_up_tokenization_spaces: Optional[bool] = None, **kwargs: Any) -> None:
+        tokenizer_file = vocab_file if vocab_file is not None else tokenizer_file
+        if tokenizer_file is not None and os.path.isdir(tokenizer_file):
+            saved = tokenizer_arguments(tokenizer_file)
+            saved.pop("_config")
+            kwargs = {**saved, **kwargs}
+            if clean_up_tokenization_spaces is None:
+                clean_up_tokenization_spaces = kwargs.pop("clean_up_tokenization_spaces", False)
+            kwargs.pop("clean_up_tokenization_spaces", None)
+            tokenizer_file = os.path.join(tokenizer_file, TOKENIZER_FILE)
         if tokenizer_object is None:
             if tokenizer_file is None or not os.path.isfile(tokenizer_file):
                 raise FileNotFoundError(f"JSONTokenizer needs a {TOKENIZER_FILE}; got {tokenizer_file!r}")
@@ -167,7 +179,11 @@ class JSONTokenizer(BaseTokenizer):
         """Wrap ids as the post-processor would (its layout is read off a probe encoding)."""
         if self._tk.post_processor is None:
             return list(token_ids_0) + list(token_ids_1 or [])
-        parts = _special_layout(self._tk, token_ids_1 is not None)
+        pair = token_ids_1 is not None
+        layouts = self.__dict__.setdefault("_layouts", {})
+        if pair not in layouts:
+            layouts[pair] = _special_layout(self._tk, pair)
+        parts = layouts[pair]
         out = list(parts[0]) + list(token_ids_0) + list(parts[1])
         if token_ids_1 is not None:
             out += list(token_ids_1) + list(parts[2])
@@ -195,14 +211,6 @@ class JSONTokenizer(BaseTokenizer):
 
 def _special_layout(tk: Tokenizer, pair: bool) -> Tuple[Tuple[int, ...], ...]:
     """The ids the post-processor puts before, between and after the sequences."""
-    return _layout_cached(tk.to_str(), pair)
-
-
-@lru_cache(maxsize=8)
-def _layout_cached(serialized: str, pair: bool) -> Tuple[Tuple[int, ...], ...]:
-    tk = Tokenizer.from_str(serialized)
-    tk.no_truncation()
-    tk.no_padding()
     probe_a, probe_b = _probe(tk), _probe(tk)
     a = tk.encode(probe_a[0], add_special_tokens=False)
     b = tk.encode(probe_b[0], add_special_tokens=False) if pair else None

@@ -175,6 +175,8 @@ class PretrainedFilesMixin:
         }
         if self.init_inputs:
             config["init_inputs"] = list(self.init_inputs)
+        if getattr(self, "chat_template", None) is not None:
+            config["chat_template"] = self.chat_template
         written = [_write_json(os.path.join(save_directory, TOKENIZER_CONFIG_FILE), config),
                    _write_json(os.path.join(save_directory, SPECIAL_TOKENS_MAP_FILE),
                                self.special_tokens_map)]

@@ -130,3 +130,34 @@ def test_a_batch_of_conversations_and_an_empty_one():
     bare = AutoTokenizer.from_pretrained(os.path.join(FIXTURES, "qwen2_bpe"), chat_template=None)
     with pytest.raises(ChatTemplateError, match="has no chat template"):
         bare.apply_chat_template(ref["chats"]["user"])
+
+
+def test_preprocessing_takes_a_tokenizer_json_directory(tmp_path):
+    """tools/preprocess_data.py --tokenizer-name JSONTokenizer --vocab-file DIR --append-eod."""
+    import numpy as np
+
+    from libai.data.data_utils.preprocess import preprocess_jsonl
+    from libai.data.data_utils.indexed_dataset import MMapIndexedDataset
+
+    tok, ref = load("qwen2_bpe")
+    texts = [t for t in ref["texts"] if t]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    built = JSONTokenizer(os.path.join(FIXTURES, "qwen2_bpe"))
+    assert built.eod_id == ref["special_ids"]["eos"]
+    summary = preprocess_jsonl(str(corpus), str(tmp_path / "out"), built, append_eod=True,
+                               log_interval=0, log=lambda m: None)
+    data = MMapIndexedDataset(summary.outputs["text"])
+    for i, text in enumerate(texts):
+        assert list(np.asarray(data[i])) == tok.encode(text, add_special_tokens=False) + [built.eod_id]
+
+
+@pytest.mark.parametrize("name", JSON_DIRS)
+def test_wrapping_ids_follows_the_post_processor(name):
+    tok, ref = load(name)
+    for want in ref["encode"]:
+        assert tok.build_inputs_with_special_tokens(want["ids_plain"]) == want["ids"]
+    if name == "phi3_wordpiece":
+        assert tok.build_inputs_with_special_tokens([10], [11]) == [tok.cls_token_id, 10, tok.sep_token_id,
+                                                                   11, tok.sep_token_id]
+        assert tok.num_special_tokens_to_add(pair=True) == 3
