@@ -130,6 +130,8 @@ def test_a_template_that_drops_a_role_or_raises_is_named(tok):
     rows = [{"messages": [{"role": "tool", "content": "forty-two"}] + TURNS[:2]}]
     with pytest.raises(ValueError, match=r"row 0: message 0 \(role 'tool'\) does not appear"):
         ChatDataset(rows, tok, 64, chat_template=drops)
+    with pytest.raises(ValueError, match="row 0: the conversation starts with an 'assistant' turn"):
+        ChatDataset([{"messages": TURNS[1:2]}], tok, 64)
     with pytest.raises(ValueError, match="no usable sample.*the chat template raised"):
         ChatDataset([{"messages": TURNS}], tok, 64, chat_template="{{ nothing.here }}")
 

@@ -94,6 +94,10 @@ def chat_segments(
     for index, message in enumerate(messages):
         if message["role"] != assistant_role:
             continue
+        if index == 0:
+            raise BadSample(where, f"the conversation starts with an {assistant_role!r} turn, "
+                            "so it has no prompt", "start it with a user (or system) message",
+                            "no response")
         before = _render(render, messages[:index], True, where)
         through = _render(render, messages[: index + 1], False, where)
         if not (through.startswith(before) and full.startswith(through) and len(before) >= done):
