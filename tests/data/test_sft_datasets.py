@@ -154,3 +154,21 @@ def test_a_datasets_dataset_is_a_source_and_its_rows_are_named(tok):
     assert len(data) == 1 and data.samples[0].input_ids == InstructionDataset(
         [rows[0]], tok, 64).samples[0].input_ids
     assert data.report.examples[0].where == "Dataset row 1"
+
+
+@pytest.mark.parametrize("family", ["llama2_sp", "qwen2_bpe", "gemma_bpe", "mistral_unigram",
+                                    "phi3_wordpiece"])
+def test_real_chat_templates_give_apply_chat_templates_ids_with_prompts_masked(family):
+    """The tokenizer fixtures transformers made (tests/fixtures/hf_tokenizers): the sample's ids
+    are exactly ``apply_chat_template``'s, and the first trained target is the first token after
+    the generation prompt (Phi-3's template also appends an end-of-conversation token)."""
+    from libai.tokenizer import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                                     "hf_tokenizers", family))
+    sample = ChatDataset([{"messages": TURNS}], tok, 512).samples[0]
+    assert sample.input_ids == tok.apply_chat_template(TURNS)
+    prompt = len(tok.apply_chat_template(TURNS[:1], add_generation_prompt=True))
+    assert set(sample.labels[:prompt - 1]) == {IGNORE_INDEX} and sample.labels[prompt - 1] != IGNORE_INDEX
+    second = len(tok.apply_chat_template(TURNS[:3], add_generation_prompt=True))
+    assert sample.labels[second - 2] == IGNORE_INDEX and sample.labels[second - 1] != IGNORE_INDEX

@@ -10,7 +10,7 @@ and is named as the problem.
 """
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from libai.data.datasets.sft import Segment, SFTDataset
+from libai.data.datasets.sft import Segment, SFTDataset, _common_prefix
 from libai.data.datasets.sft_records import BadSample, Record
 
 __all__ = ["ChatDataset", "chat_segments"]
@@ -100,15 +100,18 @@ def chat_segments(
                             "no response")
         before = _render(render, messages[:index], True, where)
         through = _render(render, messages[: index + 1], False, where)
-        if not (through.startswith(before) and full.startswith(through) and len(before) >= done):
+        # the turn ends where this rendering and the whole part (templates such as Phi-3's
+        # append an end-of-conversation token that the whole has only at its very end)
+        end = _common_prefix(through, full)
+        if not (full.startswith(before) and len(before) >= done and end > len(before)):
             raise BadSample(
                 where, f"the chat template does not render the conversation up to message {index} "
                 "as a prefix of the whole, so the assistant turn cannot be located",
                 "use a template whose renderings of a growing conversation extend each other",
                 "template error",
             )
-        segments += [Segment(full[done:len(before)], False), Segment(full[len(before):len(through)], True)]
-        done = len(through)
+        segments += [Segment(full[done:len(before)], False), Segment(full[len(before):end], True)]
+        done = end
     if not any(segment.response and segment.content for segment in segments):
         raise BadSample(where, f"the conversation has no non-empty {assistant_role!r} turn",
                         f"add an {assistant_role!r} message with content (or remove the sample)",

@@ -85,8 +85,8 @@ class InstructionDataset(SFTDataset):
             raise BadSample(record.where, f"the prompt template does not format ({err!r})",
                             "use only {instruction} and {input} in it (double other braces)",
                             "template error") from None
-        return [Segment(self.bos, False), Segment(prompt, False),
-                Segment(self.tokenizer.encode(output, add_special_tokens=False) + self.eos, True)]
+        return [Segment(self.bos, False), Segment(prompt, False), Segment(output, True),
+                Segment(self.eos, True)]
 
     def _fields(self, record: Record):
         instruction_key, input_key, output_key = self.keys

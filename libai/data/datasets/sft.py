@@ -1,8 +1,9 @@
 """The shared core of supervised fine-tuning datasets: masking, truncation, padding.
 
 A fine-tuning sample is a list of :class:`Segment`\\ s (text or ids), each either prompt or
-response. :class:`SFTDataset` tokenizes the segments one by one (so a response's tokens are
-exactly the ones the model would generate after the prompt), then:
+response. :class:`SFTDataset` tokenizes the text the segments form as one text (the ids
+``apply_chat_template`` gives, what the model sees at inference) and splits the ids at the
+segment boundaries (:func:`encode_segments`), then:
 
 - **masks**: ``labels`` hold the ignore index (-100, what libai's LM losses skip) wherever the
   next token is not a response token, so the loss is on responses only; ``train_on_input=True``
@@ -22,7 +23,7 @@ pipeline stage); bad records are skipped with their place named (:mod:`.sft_reco
 """
 import logging
 from dataclasses import dataclass
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow.utils.data import Dataset
@@ -30,7 +31,9 @@ from oneflow.utils.data import Dataset
 from libai.data.datasets.sft_records import BadSample, Record, SampleReport, read_records
 from libai.data.structures import DistTensorData, Instance
 
-__all__ = ["IGNORE_INDEX", "Segment", "SFTDataset", "TokenizedSample", "shifted_labels"]
+__all__ = [
+    "IGNORE_INDEX", "Segment", "SFTDataset", "TokenizedSample", "encode_segments", "shifted_labels",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +132,8 @@ class SFTDataset(Dataset):
         ids: List[int] = []
         response: List[bool] = []
         last_response = None
-        for segment in self.segments(record):
-            part = self._encode(segment.content)
+        segments = self.segments(record)
+        for segment, part in zip(segments, encode_segments(self._encode, segments)):
             if segment.response and part:
                 last_response = len(ids)
             ids += part
@@ -196,6 +199,50 @@ class SFTDataset(Dataset):
         sample = self.samples[index]
         length = self.max_seq_length if self.padding == "max_length" else len(sample.input_ids)
         return padded_instance(sample.input_ids, sample.labels, length, self.pad_token_id)
+
+
+def encode_segments(
+    encode: Callable[[Union[str, Sequence[int]]], List[int]], segments: Sequence[Segment]
+) -> List[List[int]]:
+    """The token ids of each segment.
+
+    Consecutive text segments are encoded together, as the one text they form (the ids
+    ``apply_chat_template`` gives, what the model sees at inference), and the ids are split at
+    the segment boundaries: a boundary falls after the tokens that the text before it and the
+    whole text share, so a token that straddles a boundary belongs to the later segment.
+    """
+    pieces: List[List[int]] = []
+    run: List[str] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        whole = encode("".join(run))
+        bounds, text = [0], ""
+        for part in run[:-1]:
+            text += part
+            bounds.append(max(bounds[-1], _common_prefix(encode(text), whole)))
+        bounds.append(len(whole))
+        pieces.extend(whole[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+        run.clear()
+
+    for segment in segments:
+        if isinstance(segment.content, str):
+            run.append(segment.content)
+        else:
+            flush()
+            pieces.append(encode(segment.content))
+    flush()
+    return pieces
+
+
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def padded_instance(
