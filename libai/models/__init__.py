@@ -14,8 +14,13 @@ from libai.models.vit import VisionTransformer
 from libai.models.alexnet import AlexNet
 from libai.models.resmlp import ResMLP
 from libai.models.resnet import ResNet
+from libai.models.auto import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 __all__ = [
+    "AutoConfig",
+    "AutoModel",
+    "AutoModelForCausalLM",
+    "AutoModelForSeq2SeqLM",
     "build_graph",
     "build_model",
     "BertForClassification",

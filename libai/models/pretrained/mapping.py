@@ -122,6 +122,8 @@ class FamilyMapping:
     hf_prefix: str = ""  # prefix of the base model inside HF head models ("transformer.")
     hf_head_keys: Tuple[str, ...] = ()  # key prefixes of HF heads (unused by a base model)
     ignorable: Tuple[str, ...] = ()  # regexes of HF keys that carry no weights (buffers)
+    # the libai class of each Auto class ("model", "causal_lm", "seq2seq_lm") this family serves
+    auto_classes: Dict[str, str] = {}
 
     # ---------------------------------------------------------------- config
     def check_config(self, cfg: Mapping[str, Any]) -> None:

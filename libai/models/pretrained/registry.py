@@ -10,7 +10,9 @@ lookup.
 """
 from typing import Any, Dict, Mapping, Optional, TypeVar
 
-__all__ = ["register", "mapping_for_class", "mapping_for_config", "registered_types"]
+__all__ = [
+    "register", "mapping_for_class", "mapping_for_config", "registered_types", "auto_class_name",
+]
 
 # The values are FamilyMapping instances; typed loosely so that this module imports nothing.
 _BY_TYPE: Dict[str, Any] = {}
@@ -71,3 +73,17 @@ def mapping_for_config(cfg: Mapping[str, Any]) -> Any:
     if model_type not in _BY_TYPE:
         raise _unknown_type(model_type)
     return _BY_TYPE[model_type]
+
+
+def auto_class_name(cfg: Mapping[str, Any], role: str) -> str:
+    """The libai class name that serves the Auto class ``role`` (``"model"``, ``"causal_lm"``,
+    ``"seq2seq_lm"``) for a ``config.json``; a family without one names the families with one."""
+    family = mapping_for_config(cfg)
+    name = family.auto_classes.get(role)
+    if name is None:
+        serving = sorted(t for t, f in _BY_TYPE.items() if role in f.auto_classes)
+        raise ValueError(
+            f"model_type={cfg.get('model_type')!r} has no libai class for {role!r}; its classes "
+            f"are {sorted(family.targets)}. model types with one: {serving}"
+        )
+    return name

@@ -35,6 +35,7 @@ class BertMapping(FamilyMapping):
         "BertForPreTraining": Target("bert.", "pretraining", lambda cfg: {"add_binary_head": True}),
         "BertForClassification": Target("bert.", "classifier", _classifier_args),
     }
+    auto_classes = {"model": "BertModel"}
     hf_prefix = "bert."
     hf_head_keys = ("cls.", "classifier.")
     ignorable = (r"position_ids$",)

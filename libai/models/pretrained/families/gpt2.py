@@ -20,6 +20,7 @@ __all__ = ["GPT2Mapping"]
 class GPT2Mapping(FamilyMapping):
     model_types = ("gpt2",)
     targets = {"GPTModel": Target("", "lm"), "GPTForPreTraining": Target("GPT_model.", "lm")}
+    auto_classes = {"model": "GPTModel", "causal_lm": "GPTForPreTraining"}
     hf_prefix = "transformer."
     hf_head_keys = ("lm_head.",)
     ignorable = (r"\.attn\.(masked_)?bias$",)

@@ -39,6 +39,7 @@ def _attention_rules(ours: str, hf: str, kv_heads: int) -> List[Rule]:
 class LlamaMapping(FamilyMapping):
     model_types = ("llama",)
     targets = {"LlamaModel": Target("", "base"), "LlamaForCausalLM": Target("model.", "lm")}
+    auto_classes = {"model": "LlamaModel", "causal_lm": "LlamaForCausalLM"}
     hf_prefix = "model."
     hf_head_keys = ("lm_head.",)
     ignorable = (r"\.rotary_emb\.inv_freq$",)

@@ -30,6 +30,7 @@ class RobertaMapping(BertMapping):
         "RobertaForPreTraining": Target("roberta.", "lm"),
         "RobertaForCausalLM": Target("roberta.", "lm"),
     }
+    auto_classes = {"model": "RobertaModel", "causal_lm": "RobertaForCausalLM"}
     hf_prefix = "roberta."
     hf_head_keys = ("lm_head.", "classifier.")
     ignorable = (r"position_ids$", r"token_type_ids$")

@@ -21,6 +21,7 @@ __all__ = ["SwinV2Mapping"]
 class SwinV2Mapping(SwinMapping):
     model_types = ("swinv2",)
     targets = {"SwinTransformerV2": Target("", "classifier")}
+    auto_classes = {"model": "SwinTransformerV2"}
     hf_prefix = "swinv2."
     hf_head_keys = ("classifier.", "swinv2.pooler.")
     ignorable = (r"relative_position_index$", r"relative_coords_table$", r"attn_mask$")

@@ -74,6 +74,7 @@ def _mlp(ours: str, hf: str, gated: bool) -> List[Rule]:
 class T5Mapping(FamilyMapping):
     model_types = ("t5", "mt5")
     targets = {"T5Model": Target("", "lm"), "T5ForPreTraining": Target("t5_model.", "lm")}
+    auto_classes = {"model": "T5Model", "seq2seq_lm": "T5ForPreTraining"}
     hf_prefix = ""
     hf_head_keys = ()
 

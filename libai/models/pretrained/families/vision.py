@@ -23,6 +23,7 @@ __all__ = ["ViTMapping", "SwinMapping"]
 class ViTMapping(FamilyMapping):
     model_types = ("vit",)
     targets = {"VisionTransformer": Target("", "classifier")}
+    auto_classes = {"model": "VisionTransformer"}
     hf_prefix = "vit."
     hf_head_keys = ("classifier.", "vit.pooler.")
 
@@ -92,6 +93,7 @@ class ViTMapping(FamilyMapping):
 class SwinMapping(FamilyMapping):
     model_types = ("swin",)
     targets = {"SwinTransformer": Target("", "classifier")}
+    auto_classes = {"model": "SwinTransformer"}
     hf_prefix = "swin."
     hf_head_keys = ("classifier.", "swin.pooler.")
     ignorable = (r"relative_position_index$", r"attn_mask$")
