@@ -25,12 +25,11 @@ NAME = "libai"
 
 def load_pretrained(path: str) -> Tuple[Any, Any]:
     """``(model, tokenizer)`` of a Hugging Face directory (config, weights, tokenizer files)."""
-    import libai.models
+    from libai.models import AutoModelForCausalLM
     from libai.tokenizer import AutoTokenizer
 
-    # AutoModelForCausalLM picks the family from config.json (Llama until it exists)
-    auto = getattr(libai.models, "AutoModelForCausalLM", None) or libai.models.LlamaForCausalLM
-    return auto.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    # the family (Llama, GPT-2, ...) comes from config.json's model_type
+    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
 
 
 class PretrainedLibaiLM(LibaiLM):

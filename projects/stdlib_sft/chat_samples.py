@@ -14,7 +14,7 @@ if REPO not in sys.path:
 
 import oneflow as flow  # noqa: E402
 
-from libai.models import LlamaForCausalLM  # noqa: E402
+from libai.models import AutoModelForCausalLM  # noqa: E402
 from libai.tokenizer import AutoTokenizer  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=40)
     args = parser.parse_args()
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
-    model = LlamaForCausalLM.from_pretrained(args.model_dir).eval()
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir).eval()
     end_of_turn = tokenizer.convert_tokens_to_ids("<|end|>")
     for question, docstring in held_out_questions(args.test_file, args.count):
         prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}],
