@@ -8,6 +8,7 @@ from libai.evaluation.evaluator import DatasetEvaluator, DatasetEvaluators
 from libai.evaluation.inference import inference_on_dataset
 from libai.evaluation.ppl_evaluator import PPLEvaluator
 from libai.evaluation.reg_evaluator import RegEvaluator
+from libai.evaluation.sft_evaluator import ResponseLossEvaluator
 from libai.evaluation.results import flatten_results_dict, print_csv_format, results_table
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "DatasetEvaluators",
     "PPLEvaluator",
     "RegEvaluator",
+    "ResponseLossEvaluator",
     "flatten_results_dict",
     "inference_on_dataset",
     "print_csv_format",

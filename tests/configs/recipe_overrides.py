@@ -17,6 +17,8 @@ Placeholders in braces are filled by the harness with tiny data it builds once p
 - ``{cifar_root}``: a folder holding ``cifar-100-python/`` batches (a few images);
 - ``{ofrecord_train}``, ``{ofrecord_val}``: OFRecord parts of the same images;
 - ``{text_cls_train}``, ``{text_cls_val}``: JSON-lines files of ``{"text", "label"}`` (2 labels);
+- ``{sft_tokenizer}``: a Hugging Face tokenizer directory with a chat template;
+  ``{sft_train}``, ``{sft_valid}``: JSON-lines chats ``{"messages": [user, assistant]}``;
 - ``{output_dir}``: a fresh output folder (the harness sets ``train.output_dir`` itself).
 
 The harness itself applies ``--smoke`` and sets the output folder and ``graph.enabled``; entries
@@ -131,5 +133,21 @@ RECIPE_OVERRIDES = {
         "tokenization.tokenizer.merges_file='{gpt_merges}'",
         "dataloader.train.dataset.0.data_prefix='{gpt_prefix}'",
         "dataloader.test.0.dataset.data_prefix='{gpt_prefix}'",
+    ],
+    'llama_sft': [
+        'model.cfg.vocab_size=320',
+        "tokenization.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.train.dataset.0.dataset.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.train.dataset.0.dataset.source='{sft_train}'",
+        "dataloader.test.0.dataset.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.test.0.dataset.source='{sft_valid}'",
+    ],
+    'llama_lora_sft': [
+        'model.model.cfg.vocab_size=320',
+        "tokenization.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.train.dataset.0.dataset.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.train.dataset.0.dataset.source='{sft_train}'",
+        "dataloader.test.0.dataset.tokenizer.pretrained_model_name_or_path='{sft_tokenizer}'",
+        "dataloader.test.0.dataset.source='{sft_valid}'",
     ],
 }

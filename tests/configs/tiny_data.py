@@ -98,6 +98,22 @@ def _text_classification(root: str, rng: np.random.Generator) -> Dict[str, str]:
     return paths
 
 
+def _sft_files(root: str) -> Dict[str, str]:
+    """A Hugging Face tokenizer directory with a chat template, and chat JSON lines."""
+    from tests.data.sft_helpers import train_tokenizer
+
+    paths = {"sft_tokenizer": train_tokenizer(os.path.join(root, "sft_tokenizer"))}
+    for split, count in (("train", 24), ("valid", 8)):
+        path = paths[f"sft_{split}"] = os.path.join(root, f"sft_{split}.jsonl")
+        with open(path, "w", encoding="utf-8") as handle:
+            for i in range(count):
+                word = WORDS[i % len(WORDS)]
+                chat = [{"role": "user", "content": f"Name {word}?"},
+                        {"role": "assistant", "content": f"{word.capitalize()}."}]
+                handle.write(json.dumps({"messages": chat}) + "\n")
+    return paths
+
+
 def build_tiny_data(root: str) -> Dict[str, str]:
     """Write every tiny data set under ``root``; return the placeholder name -> path mapping."""
     from libai.data.datasets.ofrecord import convert_image_folder_to_ofrecord
@@ -113,4 +129,5 @@ def build_tiny_data(root: str) -> Dict[str, str]:
         convert_image_folder_to_ofrecord(values[f"image_{split}"], out)
         values[f"ofrecord_{split}"] = out
     values.update(_text_classification(root, rng))
+    values.update(_sft_files(root))
     return values

@@ -23,8 +23,9 @@ def _run(tmp_path_factory, nproc, layouts):
 # The zoo's other families (tests/models/zoo_cases/): every transformer-style model at TP=2 and
 # PP=2; the convolutional classifiers, which are data-parallel models, at DP=2, and one model
 # of each other family at DP=2 too (whose work must stay split over the batch).
-ZOO_TP_PP = ["roberta", "roberta_causal", "swinv2", "resmlp", "t5v11", "llama", "llama_lora"]
-ZOO_DP = ["resnet", "alexnet", "roberta", "llama", "t5v11", "swinv2", "resmlp"]
+ZOO_TP_PP = ["roberta", "roberta_causal", "swinv2", "resmlp", "t5v11", "llama", "llama_lora",
+             "llama_packed", "gpt_packed"]
+ZOO_DP = ["resnet", "alexnet", "roberta", "llama", "t5v11", "swinv2", "resmlp", "llama_packed"]
 ZOO_CASES = [f"{layout}/{m}" for layout in ("tp2", "pp2") for m in ZOO_TP_PP] + [
     f"dp2/{m}" for m in ZOO_DP]
 

@@ -21,6 +21,10 @@ _MODULES = {  # module -> the names it defines
     "libai.data.datasets.synthetic": ["SyntheticImageDataset", "SyntheticLMDataset"],
     "libai.data.datasets.t5_dataset": ["T5Dataset"],
     "libai.data.datasets.text_classification": ["TextClassificationDataset"],
+    "libai.data.datasets.sft": ["SFTDataset"],
+    "libai.data.datasets.instruction": ["InstructionDataset"],
+    "libai.data.datasets.chat": ["ChatDataset"],
+    "libai.data.datasets.packing": ["PackedDataset", "PadCollate"],
 }
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _MODULES)
 
@@ -37,3 +41,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from libai.data.datasets.synthetic import SyntheticImageDataset, SyntheticLMDataset  # noqa: F401
     from libai.data.datasets.t5_dataset import T5Dataset  # noqa: F401
     from libai.data.datasets.text_classification import TextClassificationDataset  # noqa: F401
+    from libai.data.datasets.sft import SFTDataset  # noqa: F401
+    from libai.data.datasets.instruction import InstructionDataset  # noqa: F401
+    from libai.data.datasets.chat import ChatDataset  # noqa: F401
+    from libai.data.datasets.packing import PackedDataset, PadCollate  # noqa: F401
