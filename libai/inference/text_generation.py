@@ -21,12 +21,18 @@ _POST = ("return_full_text", "return_type", "skip_special_tokens")
 
 
 class TextGenerationPipeline(BasePipeline):
-    """Generate text with a libai causal (GPT-2, Llama-style) or encoder-decoder (T5) model."""
+    """Generate text with a libai causal (GPT-2, Llama and its families: Qwen2, Mistral, Qwen3, Gemma,
+    Phi-3) or encoder-decoder (T5) model."""
 
     hf_architectures = {
         "GPT2LMHeadModel": "GPTForPreTraining",
         "GPT2Model": "GPTForPreTraining",
         "LlamaForCausalLM": "LlamaForCausalLM",
+        "Qwen2ForCausalLM": "Qwen2ForCausalLM",
+        "MistralForCausalLM": "MistralForCausalLM",
+        "Qwen3ForCausalLM": "Qwen3ForCausalLM",
+        "GemmaForCausalLM": "GemmaForCausalLM",
+        "Phi3ForCausalLM": "Phi3ForCausalLM",
         "T5ForConditionalGeneration": "T5ForPreTraining",
         "MT5ForConditionalGeneration": "T5ForPreTraining",
     }

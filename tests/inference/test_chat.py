@@ -126,3 +126,24 @@ def test_streaming_is_refused_with_beam_search(chat_setup):
     with pytest.raises(ValueError, match="not beam search"):
         pipe.model.generate(flow.tensor([[1, 5, 6]]), max_new_tokens=2, num_beams=2,
                             streamer=TextStreamer(pipe.tokenizer))
+
+
+@pytest.mark.parametrize("family", ["qwen2", "mistral", "qwen3", "gemma", "phi3"])
+def test_every_imported_decoder_family_chats_through_the_pipeline(family, tmp_path):
+    """A Hugging Face directory of each family (transformers' fixture and a tokenizer) loads in
+    the text-generation pipeline by its architecture, and the chat reply is its greedy decoding."""
+    folder = str(tmp_path / family)
+    os.makedirs(folder)
+    source = os.path.join(HERE, "..", "fixtures", "hf", family)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(source, name), folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(os.path.join(TOKENIZERS, "mistral_unigram", name), folder)
+    with open(os.path.join(folder, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": [], "pad_token_id": 0}, f)
+    pipe = TextGenerationPipeline(folder)
+    assert type(pipe.model).__name__.lower().startswith(family)
+    prompt = pipe.tokenizer.apply_chat_template([{"role": "user", "content": QUESTION}],
+                                                add_generation_prompt=True)
+    expected = pipe.tokenizer.decode(_plain_greedy(pipe, prompt, 4), skip_special_tokens=True)
+    assert ChatSession(pipe, max_new_tokens=4).send(QUESTION) == expected
