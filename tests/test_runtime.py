@@ -147,7 +147,9 @@ def _oneflow_first(site_dir, tmp_path):
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in _CHOICE_VARIABLES}
-    env.update(PYTHONPATH=REPO)
+    # the venv itself may have the hook installed (tools/setup_env.sh): off for "without it";
+    # the test's own site folder below stands for an installation with it
+    env.update(PYTHONPATH=REPO, LIBAI_IMPORT_HOOK="1" if site_dir else "0")
     proc = subprocess.run([sys.executable, "-c", _ONEFLOW_FIRST, site_dir], env=env, cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]

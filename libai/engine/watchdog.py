@@ -14,8 +14,8 @@ and compares the phase in progress with that phase's recent durations:
   rank was, flushes its logs and ends with ``os._exit(EXIT_CODE)``: a hung collective cannot be
   interrupted from Python, and a non-zero exit is what lets the launcher's restarts take over.
 
-Ranks learn about each other through small heartbeat files, ``output_dir/watchdog/
-heartbeat-rank<r>.json``, each rewritten by its own rank's thread at every wake-up; a late rank's
+Ranks of a multi-process run learn about each other through small heartbeat files, ``output_dir/watchdog/
+heartbeat-rank<r>.json`` (a one-process run writes none: ``watchdog/`` then appears only with stacks), each rewritten by its own rank's thread at every wake-up; a late rank's
 file says so, and every other rank then writes its stacks too. No collective is used: a
 collective is what hangs. (Ranks on other machines are seen only if ``output_dir`` is shared.)
 
@@ -130,6 +130,7 @@ class Watchdog(_NoWatchdog):
         self._durations: Dict[str, Deque[float]] = {}
         self._dumped_for: Optional[Tuple[str, int, float]] = None
         self._dumped_peer = False
+        self._own_beat: Optional[dict] = None  # this rank's latest heartbeat (a file only if world > 1)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.stacks_path = os.path.join(self.folder, f"stacks-rank{rank}.txt")
@@ -160,7 +161,8 @@ class Watchdog(_NoWatchdog):
 
     # ------------------------------------------------------------------ the thread
     def start(self) -> "Watchdog":
-        os.makedirs(self.folder, exist_ok=True)
+        if self.world_size > 1:  # a lone rank has no one to tell: its folder appears only with stacks
+            os.makedirs(self.folder, exist_ok=True)
         self._stop.clear()
         self._beat(None, 0.0, False)
         self._thread = threading.Thread(target=self._run, name=f"libai-watchdog-{self.rank}", daemon=True)
@@ -241,6 +243,9 @@ class Watchdog(_NoWatchdog):
         where = "finished" if finished else _where(current, elapsed)
         beat = {"rank": self.rank, "pid": os.getpid(), "where": where, "late": late,
                 "updated": time.time()}
+        self._own_beat = beat
+        if self.world_size == 1:
+            return
         path = os.path.join(self.folder, f"heartbeat-rank{self.rank}.json")
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:
@@ -253,6 +258,9 @@ class Watchdog(_NoWatchdog):
         as late."""
         beats = []
         for rank in range(self.world_size):
+            if rank == self.rank and self._own_beat is not None:
+                beats.append(dict(self._own_beat))
+                continue
             try:
                 with open(os.path.join(self.folder, f"heartbeat-rank{rank}.json")) as f:
                     beat = json.load(f)
@@ -268,6 +276,7 @@ class Watchdog(_NoWatchdog):
         return beats
 
     def _dump(self, header: str) -> None:
+        os.makedirs(self.folder, exist_ok=True)
         with open(self.stacks_path, "a") as f:
             f.write(f"=== {time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()}: {header}\n")
             f.flush()

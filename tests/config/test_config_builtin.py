@@ -99,7 +99,7 @@ def _fake_install(site):
     package = os.path.join(site, "libai")
     shutil.copytree(os.path.join(REPO_ROOT, "libai", "config"), os.path.join(package, "config"),
                     ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("__init__.py", "_runtime.py", "_blas.py"):
+    for name in ("__init__.py", "_runtime.py", "_blas.py", "_join.py"):
         shutil.copy(os.path.join(REPO_ROOT, "libai", name), package)
     shutil.copytree(os.path.join(REPO_ROOT, "configs"), os.path.join(package, "config", "configs"),
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -98,20 +98,18 @@ def test_settings_from_config_and_environment():
         WatchdogSettings.from_config({**node, "factor": 0.5}, {})
 
 
-def test_a_normal_run_writes_no_stacks_and_its_marks_cost_microseconds(tmp_path):
-    dog = Watchdog(WatchdogSettings(floor=0.2, timeout=2.0), str(tmp_path)).start()  # wakes every 0.05 s
-    steps = 20000
-    start = time.perf_counter()
-    for i in range(steps):
+def test_a_normal_run_writes_no_stacks_and_a_rank_of_several_leaves_its_heartbeat(tmp_path):
+    """(What the marks cost is measured by benchmarks/bench_watchdog_overhead.py, not here.)"""
+    dog = Watchdog(WatchdogSettings(floor=0.2, timeout=2.0), str(tmp_path), rank=0,
+                   world_size=2).start()  # wakes every 0.05 s
+    for i in range(2000):
         dog.begin("training step", i)
         dog.end()
-    per_step = (time.perf_counter() - start) / steps
     time.sleep(0.2)
     dog.stop()
     assert not os.path.exists(dog.stacks_path)
     with open(os.path.join(dog.folder, "heartbeat-rank0.json")) as f:
         assert json.load(f)["where"] == "finished"
-    assert per_step < 20e-6, f"{per_step * 1e6:.1f} us per step"  # ~1 us here; a loose bound
 
 
 def _probe(tmp_path, sleep, watchdog):
@@ -138,5 +136,5 @@ def test_a_step_that_sleeps_ends_the_run_with_stacks_within_the_timeout(tmp_path
 def test_a_normal_run_has_no_stacks_file(tmp_path):
     proc, _ = _probe(tmp_path, "0", "floor=0.3,factor=5,timeout=3")
     assert proc.returncode == 0 and "TRAINING DONE" in proc.stdout, proc.stderr[-3000:]
-    assert os.path.isdir(os.path.join(tmp_path, "watchdog"))
-    assert not os.path.exists(os.path.join(tmp_path, "watchdog", "stacks-rank0.txt"))
+    # one process has no peers to tell: no heartbeat files, no folder at all
+    assert not os.path.exists(os.path.join(tmp_path, "watchdog"))

@@ -120,7 +120,9 @@ def test_ranks_oneflow_would_confuse_fail_with_the_fix_instead_of_hanging():
     from libai._runtime import _nvidia_roots
 
     libs = [os.path.join(root, name, "lib") for root in _nvidia_roots() for name in ("cublas", "cudnn", "cuda_nvrtc")]
-    env = {"LD_LIBRARY_PATH": ":".join(libs), "PYTHONPATH": os.path.dirname(os.path.dirname(HERE))}
+    # LIBAI_IMPORT_HOOK=0: libai's start-up hook (when installed) would import libai first and fix it
+    env = {"LD_LIBRARY_PATH": ":".join(libs), "PYTHONPATH": os.path.dirname(os.path.dirname(HERE)),
+           "LIBAI_IMPORT_HOOK": "0"}
     results = launch_nodes(os.path.join(HERE, "late_import_script.py"), nnodes=2, env=env, timeout=180)
     assert [proc.returncode != 0 for proc in results] == [True, True], results[0].stdout[-2000:]
     assert "rank 1 has LOCAL_RANK=0, but OneFlow sees all 2 processes on one machine" in results[1].stdout
