@@ -27,6 +27,7 @@ from libai.engine.hooks.input_check import install_input_checks
 from libai.engine.hooks.preemption import catch_stop_signals
 from libai.engine.setup import complete_config, default_setup
 from libai.engine.smoke import apply_smoke
+from libai.engine.user_errors import user_error_message
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.run_lock import hold_output_dir
@@ -195,10 +196,27 @@ def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Option
         return main(args, trainer_cls)
     except TrainingFailed as failure:
         exit_with_failure(str(failure))
-    except Exception:
+    except Exception as error:
+        message = user_error_message(error)
+        if message is not None:
+            exit_with_user_error(message)
         if dist.get_world_size() > 1:
             exit_now_on_failure()
         raise
+
+
+def exit_with_user_error(message: str) -> None:
+    """End with a user's mistake stated once, without a traceback (``LIBAI_FULL_ERROR=1`` shows
+    it). Every rank made the same mistake; rank 0 says it, and each ends at once, as in
+    :func:`exit_now_on_failure`, so that none waits for the others."""
+    logging.shutdown()
+    sys.stdout.flush()
+    if dist.is_main_process():
+        print(message, file=sys.stderr, flush=True)
+    sys.stderr.flush()
+    if dist.get_world_size() > 1:
+        os._exit(1)
+    sys.exit(1)
 
 
 def exit_with_failure(reason: str) -> None:
