@@ -63,6 +63,11 @@ _DATASETS = {
     "TextClassificationDataset": "libai.data.datasets.text_classification.TextClassificationDataset",
     "SyntheticLMDataset": "libai.data.datasets.synthetic.SyntheticLMDataset",
     "SyntheticImageDataset": "libai.data.datasets.synthetic.SyntheticImageDataset",
+    "SFTDataset": "libai.data.datasets.sft.SFTDataset",
+    "InstructionDataset": "libai.data.datasets.instruction.InstructionDataset",
+    "ChatDataset": "libai.data.datasets.chat.ChatDataset",
+    "PackedDataset": "libai.data.datasets.packing.PackedDataset",
+    "PadCollate": "libai.data.datasets.packing.PadCollate",
 }
 
 _TRANSFORMS = {
@@ -105,6 +110,7 @@ _EVALUATORS = {
     "RegEvaluator": "libai.evaluation.reg_evaluator.RegEvaluator",
     "BLEUEvaluator": "libai.evaluation.bleu_evaluator.BLEUEvaluator",
     "DatasetEvaluators": "libai.evaluation.evaluator.DatasetEvaluators",
+    "ResponseLossEvaluator": "libai.evaluation.sft_evaluator.ResponseLossEvaluator",
 }
 
 _SCHEDULERS = {

@@ -32,13 +32,19 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import oneflow as flow
-from lm_eval import utils as lm_utils
-from lm_eval.api.model import TemplateLM
-from lm_eval.models.utils import (
-    handle_stop_sequences,
-    normalize_gen_kwargs,
-    postprocess_generated_text,
-)
+try:  # the "eval" extra: pip install 'libai[eval]'
+    from lm_eval import utils as lm_utils
+    from lm_eval.api.model import TemplateLM
+    from lm_eval.models.utils import (
+        handle_stop_sequences,
+        normalize_gen_kwargs,
+        postprocess_generated_text,
+    )
+except ImportError as missing:
+    raise ImportError(
+        "libai's lm-evaluation-harness adapter needs lm_eval 0.4.13: pip install 'libai[eval]' "
+        f"(or lm_eval==0.4.13); {missing}"
+    ) from missing
 
 __all__ = ["LibaiLM"]
 

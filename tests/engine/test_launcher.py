@@ -430,8 +430,10 @@ def test_a_rank_that_fails_at_the_same_iteration_again_is_not_restarted_for_ever
     d = runs["D"]
     output = read(d["log"])
     assert d["returncode"] == 1, output[-3000:]
-    assert output.count("libai.launch: rank process") == 2  # two attempts failed, not three
-    assert output.count("libai.launch: restart 1 of 2: rank 1 exit status 1") == 1
+    # two attempts, not three (which rank the launcher sees end first in the second attempt is a
+    # race: rank 1 failing, or rank 0 aborted by OneFlow when its peer vanished)
+    assert output.count("libai.launch: restart 1 of 2: rank 1 exit status 1") == 1, output[-4000:]
+    assert "restart 2 of 2" not in output
     assert "the failure is deterministic" in output and "after iteration 2" in output
     restarts = read(os.path.join(d["out"], "restarts.log"))
     assert restarts.count("restart 1 of 2") == 1 and "the failure is deterministic" in restarts

@@ -47,11 +47,19 @@ def test_every_config_is_found():
     assert "projects/text_classification/configs/bert_tiny.py" not in names  # pieces, no run
 
 
+# Recipes whose model cannot train on one 80 GB device, with the device count they are for:
+# their one-device plan must say it does not fit, and the plan for that count must fit.
+NEEDS_DEVICES = {os.path.join(CONFIGS, "llama_sft.py"): 8}  # full fine-tuning of Llama-2-7B
+
+
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=lambda p: os.path.relpath(p, REPO))
 def test_dry_run_of_every_config_passes(path):
     """Each config plans with exit 0, a time plan within the device's peak (the planner asserts
     it), and ranks layouts for 8 devices; one process for all of them."""
     status, text = dry_run("--config-file", path, "--dry-run")
+    if path in NEEDS_DEVICES:
+        assert status != 0 and "does NOT fit in 80.00 GiB" in text, text
+        status, text = dry_run("--config-file", path, "--dry-run", "--world-size", str(NEEDS_DEVICES[path]))
     assert status == 0, text
     assert "0 error(s)" in text and "fits in 80.00 GiB" in text, text
     assert re.search(r"= [0-9.]+ (s|ms|µs) per step", text), text
