@@ -23,9 +23,7 @@ import ctypes
 import glob
 import ipaddress
 import os
-import socket
 import sys
-import time
 import warnings
 from typing import Dict, List, MutableMapping, Optional
 
@@ -131,38 +129,6 @@ def align_local_rank(environ: Optional[MutableMapping[str, str]] = None) -> Opti
         return None
     env["LOCAL_RANK"] = rank
     return rank
-
-
-RANK0_WAIT_SECONDS = 20.0
-
-
-def wait_for_rank0(environ: Optional[MutableMapping[str, str]] = None,
-                   timeout: float = RANK0_WAIT_SECONDS) -> float:
-    """On a launched rank other than 0, wait until rank 0's control port accepts connections.
-
-    When OneFlow 0.9 starts (at ``import oneflow``) every rank connects to rank 0's control
-    server at ``MASTER_ADDR:MASTER_PORT``; a rank that tries before rank 0 is listening logs
-    "LoadServer ... Failed at 0 times" and sleeps a fixed 10 s before its next try. Ranks start
-    together, so on a busy machine one of them often loses that race and the whole launch
-    starts 10 s late. Polling the port first (every 50 ms) lets OneFlow's first try succeed.
-
-    Does nothing for rank 0, a one-process run, or once oneflow is imported. Gives up after
-    ``timeout`` seconds and leaves the rest to OneFlow's own retries. Returns the seconds waited.
-    """
-    env = os.environ if environ is None else environ
-    if "oneflow" in sys.modules and environ is None:
-        return 0.0
-    rank, addr, port = env.get("RANK"), env.get("MASTER_ADDR"), env.get("MASTER_PORT")
-    if rank in (None, "0") or not addr or not port or int(env.get("WORLD_SIZE", "1")) <= 1:
-        return 0.0
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        try:
-            socket.create_connection((addr, int(port)), timeout=1.0).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return time.monotonic() - start
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,15 +4,11 @@ The LOCAL_RANK rule is checked on plain dicts here; the real consequence (two la
 machine train and match one process) is tests/parallel/test_parallel_training.py's two-node test.
 """
 import os
-import socket
 import sys
-import threading
-import time
 
 import pytest
 
-from libai._runtime import align_local_rank, preload_cuda_libraries, wait_for_rank0
-from libai.utils.testing import free_port
+from libai._runtime import align_local_rank, preload_cuda_libraries
 
 
 def _env(master="127.0.0.1", rank="1", local_rank="0", world_size="2"):
@@ -78,45 +74,6 @@ def test_oneflow_uses_the_preloaded_copies_which_stay_out_of_the_global_scope():
         assert len(copies) == 1 and copies[0] in preload_cuda_libraries(), copies
     with pytest.raises(AttributeError):
         ctypes.CDLL(None).cublasCreate_v2
-
-
-def _rank1_env(port):
-    return {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-
-
-def test_a_later_rank_waits_until_rank0_listens_then_goes_on():
-    port = free_port()
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-
-    def listen_later():
-        time.sleep(0.5)
-        server.bind(("127.0.0.1", port))
-        server.listen()
-
-    thread = threading.Thread(target=listen_later)
-    thread.start()
-    try:
-        waited = wait_for_rank0(_rank1_env(port), timeout=10.0)
-    finally:
-        thread.join()
-        server.close()
-    assert 0.4 <= waited < 5.0
-
-
-def test_waiting_gives_up_after_the_timeout_when_nobody_listens():
-    waited = wait_for_rank0(_rank1_env(free_port()), timeout=0.3)
-    assert 0.3 <= waited < 2.0
-
-
-@pytest.mark.parametrize("env", [
-    {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
-    {"RANK": "1", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
-    {"RANK": "1", "WORLD_SIZE": "2"},
-    {},
-], ids=["rank0", "one-process", "no-master", "not-launched"])
-def test_rank0_and_unlaunched_processes_do_not_wait(env):
-    assert wait_for_rank0(env, timeout=5.0) == 0.0
 
 
 # ---------------------------------------------------------------------------------------------
