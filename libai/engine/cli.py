@@ -9,7 +9,9 @@ step sees the completed config; it is completed once per start.
 
 :func:`launch_main` adds what a process needs around ``main``: a run that failed
 (:class:`~libai.engine.default_trainer.TrainingFailed`, e.g. a NaN loss) ends with its reason as
-the last lines and exit status 1, and in a multi-process run a rank that raised ends at once
+the last lines and exit status 1, a user's mistake (a missing file, a bad key or value:
+:mod:`libai.engine.user_errors` decides) with its message once and no traceback
+(``LIBAI_FULL_ERROR=1`` shows it), and in a multi-process run a rank that raised ends at once
 instead of leaving its peers waiting.
 """
 import argparse
@@ -29,12 +31,13 @@ from libai.engine.hooks.preemption import catch_stop_signals
 from libai.engine.setup import complete_config, default_setup
 from libai.engine.smoke import apply_smoke
 from libai.engine.smoke_data import make_stand_ins
+from libai.engine.user_errors import full_error_requested, is_user_error, print_user_error
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.run_lock import hold_output_dir
 from libai.utils.weight_readers import load_weight
 
-__all__ = ["evaluate_only", "exit_now_on_failure", "launch_main", "load_config", "main"]
+__all__ = ["evaluate_only", "exit_now_on_failure", "exit_with_user_error", "launch_main", "load_config", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -230,20 +233,43 @@ def _logged_after_setup() -> Iterator[Callable[[], None]]:
 
 
 def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
-    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
-    args = default_argument_parser().parse_args(argv)
-    if getattr(args, "dry_run", False) or getattr(args, "suggest", False):  # preflight: no training
-        from libai.plan.cli import run_dry_run
+    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls).
 
-        sys.exit(run_dry_run(args))
+    How the program ends: a run that stopped itself as failed prints its reason last; a user's
+    mistake (:func:`libai.engine.user_errors.is_user_error`: a missing file, a bad key or value)
+    prints its message once, without a traceback unless ``LIBAI_FULL_ERROR=1``; both exit with
+    status 1. Anything else is a bug and raises with its traceback.
+    """
+    args = default_argument_parser().parse_args(argv)
     try:
+        if getattr(args, "dry_run", False) or getattr(args, "suggest", False):  # preflight: no training
+            from libai.plan.cli import run_dry_run
+
+            sys.exit(run_dry_run(args))
         return main(args, trainer_cls)
     except TrainingFailed as failure:
         exit_with_failure(str(failure))
-    except Exception:
+    except Exception as error:
+        if is_user_error(error) and not full_error_requested():
+            exit_with_user_error(error)
         if dist.get_world_size() > 1:
             exit_now_on_failure()
         raise
+
+
+def exit_with_user_error(error: BaseException) -> None:
+    """End the program with exit status 1 after printing ``error``'s message (no traceback).
+
+    In a multi-process run each rank says it with its rank (the mistake may be one node's, e.g.
+    a path missing there) and exits at once, so that no peer waits for it.
+    """
+    world = dist.get_world_size()
+    print_user_error(error, rank=dist.get_rank() if world > 1 else None)
+    logging.shutdown()
+    if world > 1:
+        sys.stderr.flush()
+        os._exit(1)
+    sys.exit(1)
 
 
 def exit_with_failure(reason: str) -> None:
