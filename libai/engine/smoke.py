@@ -25,13 +25,13 @@ belong to the data (the tokenizer sets ``vocab_size``). ``--fast-dev-run`` is th
 check: the full-size model for 10 iterations.
 """
 import logging
-from typing import Any, List
+from typing import Any, Iterator, List, Tuple
 
 from libai.utils import distributed as dist
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["apply_smoke", "SMOKE_ITERATIONS"]
+__all__ = ["apply_smoke", "config_nodes", "SMOKE_ITERATIONS"]
 
 SMOKE_ITERATIONS = 4
 
@@ -47,15 +47,16 @@ _RESNET_DEPTHS = (18, 34, 50, 101, 152)
 _WEIGHT_KEYS = ("base_weights", "pretrained_model_path")
 
 
-def _nodes(node: Any, path: str = ""):
-    """Every dict-like node under ``node`` with its dotted path (lists included)."""
+def config_nodes(node: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
+    """Every dict-like node under ``node`` (``node`` included, lists walked into) with its
+    dotted path, parents before children; each is the live node, to read or change in place."""
     if hasattr(node, "keys"):
         yield path, node
         for key in list(node.keys()):
-            yield from _nodes(node[key], f"{path}.{key}" if path else str(key))
+            yield from config_nodes(node[key], f"{path}.{key}" if path else str(key))
     elif isinstance(node, (list, tuple)) or type(node).__name__ == "ListConfig":
         for i, item in enumerate(node):
-            yield from _nodes(item, f"{path}.{i}")
+            yield from config_nodes(item, f"{path}.{i}")
 
 
 def _shrink(node: Any, key: str, value: Any, changes: List[str], path: str) -> None:
@@ -74,7 +75,7 @@ def _shrink(node: Any, key: str, value: Any, changes: List[str], path: str) -> N
 def _shrink_model(model: Any, changes: List[str]) -> int:
     """Shrink the model node in place; returns its layer count for pipeline stages (0: unknown)."""
     layers = 0
-    for path, node in _nodes(model, "model"):
+    for path, node in config_nodes(model, "model"):
         if "small_input" in node and "width" in node:  # a ResNet: depth means 18/34/50...
             _shrink(node, "depth", 18, changes, path)
             _shrink(node, "width", 8, changes, path)
@@ -111,11 +112,11 @@ def _shrink_model(model: Any, changes: List[str]) -> int:
 
 def _smallest_image(model: Any) -> int:
     """Image side for the smoke data: 32, or 64 for AlexNet (its strided convolutions need 63)."""
-    return 64 if any("channels" in node and "pool_size" in node for _, node in _nodes(model)) else 32
+    return 64 if any("channels" in node and "pool_size" in node for _, node in config_nodes(model)) else 32
 
 
 def _shrink_data(dataloader: Any, changes: List[str], image_size: int = 32) -> None:
-    for path, node in _nodes(dataloader, "dataloader"):
+    for path, node in config_nodes(dataloader, "dataloader"):
         if "num_workers" in node:
             _shrink(node, "num_workers", 0, changes, path)
         _shrink(node, "max_seq_length", 32, changes, path)

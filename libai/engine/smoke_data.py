@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 
 from libai.config.targets import locate
 from libai.data import synthetic_files as files
+from libai.engine.smoke import config_nodes
 
 logger = logging.getLogger(__name__)
 
@@ -67,17 +68,6 @@ def _target(node: Any) -> Optional[type]:
         except Exception:  # an unknown target: building the node will say so
             return None
     return target if isinstance(target, type) else None
-
-
-def _config_nodes(node: Any, path: str):
-    """Every mapping under ``node`` (lists included) with its dotted path, parents first."""
-    if hasattr(node, "keys"):
-        yield path, node
-        for key in list(node.keys()):
-            yield from _config_nodes(node[key], f"{path}.{key}" if path else str(key))
-    elif isinstance(node, (list, tuple)) or type(node).__name__ == "ListConfig":
-        for i, item in enumerate(node):
-            yield from _config_nodes(item, f"{path}.{i}")
 
 
 def _is_subclass(target: Optional[type], *classes: type) -> bool:
@@ -131,8 +121,10 @@ def _fill_tokenizer(node: Any, target: type, stand_ins: _StandIns) -> None:
         return
     if all(os.path.isfile(node[k]) for k in keys):
         return
-    folder = stand_ins.vocabulary(kind)
-    names = {"vocab_file": "vocab.txt" if kind == "wordpiece" else "vocab.json", "merges_file": "merges.txt"}
+    from libai.tokenizer.vocab_files import MERGES_TXT, VOCAB_JSON, VOCAB_TXT
+
+    folder = stand_ins.vocabulary(kind)  # the files train_vocab writes
+    names = {"vocab_file": VOCAB_TXT if kind == "wordpiece" else VOCAB_JSON, "merges_file": MERGES_TXT}
     what = "a WordPiece vocabulary" if kind == "wordpiece" else "a byte-level BPE vocabulary and merges"
     for key in keys:
         stand_ins.note(node[key], what)
@@ -230,11 +222,11 @@ def make_stand_ins(cfg: Any, root: Optional[str] = None) -> Dict[str, str]:
     stand_ins = _StandIns(root or _process_root())
     sections = [(key, cfg[key]) for key in ("tokenization", "dataloader") if key in cfg]
     for key, section in sections:  # vocabularies first: the corpora are tokenized with them
-        for _, node in _config_nodes(section, key):
+        for _, node in config_nodes(section, key):
             if "vocab_file" in node:
                 _fill_tokenizer(node, _target(node), stand_ins)
     for key, section in sections:
-        for _, node in _config_nodes(section, key):
+        for _, node in config_nodes(section, key):
             target = _target(node)
             if "data_prefix" in node:
                 _fill_indexed_corpus(cfg, node, stand_ins)
