@@ -265,8 +265,8 @@ def exit_with_user_error(error: BaseException) -> None:
     """
     world = dist.get_world_size()
     print_user_error(error, rank=dist.get_rank() if world > 1 else None)
-    logging.shutdown()
-    if world > 1:
+    if world > 1:  # os._exit skips the interpreter's exit, which would flush the log
+        logging.shutdown()
         sys.stderr.flush()
         os._exit(1)
     sys.exit(1)
