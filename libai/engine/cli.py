@@ -9,15 +9,18 @@ step sees the completed config; it is completed once per start.
 
 :func:`launch_main` adds what a process needs around ``main``: a run that failed
 (:class:`~libai.engine.default_trainer.TrainingFailed`, e.g. a NaN loss) ends with its reason as
-the last lines and exit status 1, and in a multi-process run a rank that raised ends at once
+the last lines and exit status 1, a user's mistake (a missing file, a bad key or value:
+:mod:`libai.engine.user_errors` decides) with its message once and no traceback
+(``LIBAI_FULL_ERROR=1`` shows it), and in a multi-process run a rank that raised ends at once
 instead of leaving its peers waiting.
 """
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import traceback
-from typing import Any, List, Mapping, Optional, Sequence, Type
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Type
 
 import oneflow as flow
 
@@ -27,13 +30,14 @@ from libai.engine.hooks.input_check import install_input_checks
 from libai.engine.hooks.preemption import catch_stop_signals
 from libai.engine.setup import complete_config, default_setup
 from libai.engine.smoke import apply_smoke
+from libai.engine.smoke_data import make_stand_ins
 from libai.engine.user_errors import user_error_message
 from libai.utils import distributed as dist
 from libai.utils.checkpoint import Checkpointer
 from libai.utils.run_lock import hold_output_dir
 from libai.utils.weight_readers import load_weight
 
-__all__ = ["evaluate_only", "exit_now_on_failure", "launch_main", "load_config", "main"]
+__all__ = ["evaluate_only", "exit_now_on_failure", "exit_with_user_error", "launch_main", "load_config", "main"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ def load_config(args: argparse.Namespace) -> Any:
     _check_numbers_stayed_numbers(cfg, before)
     if getattr(args, "fast_dev_run", False):
         _apply_fast_dev_run(cfg)
+    if getattr(args, "smoke", False):  # after the overrides: data the user points at is used
+        make_stand_ins(cfg)
     return cfg
 
 
@@ -170,29 +176,76 @@ def main(args: argparse.Namespace, trainer_cls: Type[DefaultTrainer] = DefaultTr
     :class:`~libai.engine.default_trainer.TrainingFailed` when a hook stopped the run as failed.
     """
     if args.eval_only:
-        cfg = load_config(args)
+        with _logged_after_setup() as replay:
+            cfg = load_config(args)
         with hold_output_dir(cfg.train.output_dir):  # one live run per output_dir (libai.utils.run_lock)
             default_setup(cfg, args)
+            replay()
             return evaluate_only(cfg, trainer_cls)
     # A stop signal from here on (Ctrl-C, a scheduler's SIGTERM) is kept for the training, which
     # saves its first iteration and ends cleanly, instead of killing a run that is starting.
     with catch_stop_signals():
-        cfg = load_config(args)
+        with _logged_after_setup() as replay:
+            cfg = load_config(args)
         with hold_output_dir(cfg.train.output_dir):
             default_setup(cfg, args)
+            replay()
             trainer = trainer_cls(cfg)
             trainer.resume_or_load(resume=args.resume)
             return trainer.train()
 
 
-def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
-    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls)."""
-    args = default_argument_parser().parse_args(argv)
-    if getattr(args, "dry_run", False) or getattr(args, "suggest", False):  # preflight: no training
-        from libai.plan.cli import run_dry_run
+# What loading the config says (``--smoke``'s changes and stand-ins, ``--fast-dev-run``)
+_LOAD_LOGGERS = ("libai.engine.cli", "libai.engine.smoke", "libai.engine.smoke_data")
 
-        sys.exit(run_dry_run(args))
+
+@contextlib.contextmanager
+def _logged_after_setup() -> Iterator[Callable[[], None]]:
+    """Hold what the config loading logs and hand back a function that logs it.
+
+    The config is loaded before :func:`~libai.engine.setup.default_setup` sets the logger up
+    (it needs the config's output folder), so its messages would otherwise vanish: they are
+    held (not printed) here and replayed after the set-up, into the console and ``log.txt``.
+    """
+    held: List[logging.LogRecord] = []
+    loggers = [logging.getLogger(name) for name in _LOAD_LOGGERS]
+    levels = [log.level for log in loggers]
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    for log in loggers:
+        log.setLevel(logging.INFO)
+        log.addFilter(hold)
+
+    def replay() -> None:
+        for record in held:
+            logging.getLogger(record.name).handle(record)
+        held.clear()
+
     try:
+        yield replay
+    finally:
+        for log, level in zip(loggers, levels):
+            log.removeFilter(hold)
+            log.setLevel(level)
+
+
+def launch_main(trainer_cls: Type[DefaultTrainer] = DefaultTrainer, argv: Optional[Sequence[str]] = None) -> Any:
+    """Parse the command line and run :func:`main` (what ``tools/train_net.py`` calls).
+
+    How the program ends: a run that stopped itself as failed prints its reason last; a user's
+    mistake (:func:`libai.engine.user_errors.is_user_error`: a missing file, a bad key or value)
+    prints its message once, without a traceback unless ``LIBAI_FULL_ERROR=1``; both exit with
+    status 1. Anything else is a bug and raises with its traceback.
+    """
+    args = default_argument_parser().parse_args(argv)
+    try:
+        if getattr(args, "dry_run", False) or getattr(args, "suggest", False):  # preflight: no training
+            from libai.plan.cli import run_dry_run
+
+            sys.exit(run_dry_run(args))
         return main(args, trainer_cls)
     except TrainingFailed as failure:
         exit_with_failure(str(failure))

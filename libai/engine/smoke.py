@@ -10,10 +10,14 @@ the recipe has the key:
   ResNet-18 for small images; ``train.dist.pipeline_num_layers`` follows the layer count;
 * the data: sequences of at most 32 tokens (16 for a decoder), images resized to 32 pixels, no
   loader worker processes; the data files are the recipe's own (point them at your data as
-  usual): nothing here invents data;
+  usual), and those not there yet get tiny synthetic stand-ins of the same format
+  (:func:`libai.engine.smoke_data.make_stand_ins`, which the command line runs after the
+  overrides);
 * the run: ``iterations`` training iterations (default 4) of micro-batches of at most 2, logged
   every iteration, evaluated on 1 batch and checkpointed at the middle and the end;
-  ``train_epoch`` and ``train_samples`` are cleared so that the iteration count wins.
+  ``train_epoch`` and ``train_samples`` are cleared so that the iteration count wins;
+* the layout: one the launch cannot hold (GPT-3's 8 × 8 tensor × pipeline layout in one process)
+  becomes data parallel over the processes there are.
 
 What it cannot keep is dropped with a log line: pretrained weights (``train.load_weight``,
 ``base_weights``) no longer fit the shrunken model. Vocabulary size and class count stay: they
@@ -21,11 +25,13 @@ belong to the data (the tokenizer sets ``vocab_size``). ``--fast-dev-run`` is th
 check: the full-size model for 10 iterations.
 """
 import logging
-from typing import Any, List
+from typing import Any, Iterator, List, Tuple
+
+from libai.utils import distributed as dist
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["apply_smoke", "SMOKE_ITERATIONS"]
+__all__ = ["apply_smoke", "config_nodes", "SMOKE_ITERATIONS"]
 
 SMOKE_ITERATIONS = 4
 
@@ -41,15 +47,16 @@ _RESNET_DEPTHS = (18, 34, 50, 101, 152)
 _WEIGHT_KEYS = ("base_weights", "pretrained_model_path")
 
 
-def _nodes(node: Any, path: str = ""):
-    """Every dict-like node under ``node`` with its dotted path (lists included)."""
+def config_nodes(node: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
+    """Every dict-like node under ``node`` (``node`` included, lists walked into) with its
+    dotted path, parents before children; each is the live node, to read or change in place."""
     if hasattr(node, "keys"):
         yield path, node
         for key in list(node.keys()):
-            yield from _nodes(node[key], f"{path}.{key}" if path else str(key))
+            yield from config_nodes(node[key], f"{path}.{key}" if path else str(key))
     elif isinstance(node, (list, tuple)) or type(node).__name__ == "ListConfig":
         for i, item in enumerate(node):
-            yield from _nodes(item, f"{path}.{i}")
+            yield from config_nodes(item, f"{path}.{i}")
 
 
 def _shrink(node: Any, key: str, value: Any, changes: List[str], path: str) -> None:
@@ -68,7 +75,7 @@ def _shrink(node: Any, key: str, value: Any, changes: List[str], path: str) -> N
 def _shrink_model(model: Any, changes: List[str]) -> int:
     """Shrink the model node in place; returns its layer count for pipeline stages (0: unknown)."""
     layers = 0
-    for path, node in _nodes(model, "model"):
+    for path, node in config_nodes(model, "model"):
         if "small_input" in node and "width" in node:  # a ResNet: depth means 18/34/50...
             _shrink(node, "depth", 18, changes, path)
             _shrink(node, "width", 8, changes, path)
@@ -105,17 +112,38 @@ def _shrink_model(model: Any, changes: List[str]) -> int:
 
 def _smallest_image(model: Any) -> int:
     """Image side for the smoke data: 32, or 64 for AlexNet (its strided convolutions need 63)."""
-    return 64 if any("channels" in node and "pool_size" in node for _, node in _nodes(model)) else 32
+    return 64 if any("channels" in node and "pool_size" in node for _, node in config_nodes(model)) else 32
 
 
 def _shrink_data(dataloader: Any, changes: List[str], image_size: int = 32) -> None:
-    for path, node in _nodes(dataloader, "dataloader"):
+    for path, node in config_nodes(dataloader, "dataloader"):
         if "num_workers" in node:
             _shrink(node, "num_workers", 0, changes, path)
         _shrink(node, "max_seq_length", 32, changes, path)
         _shrink(node, "max_seq_length_dec", 16, changes, path)
         if "size" in node and "train" in node and isinstance(node["size"], int):  # image transforms
             _shrink(node, "size", image_size, changes, path)
+
+
+def _fit_layout(dist_cfg: Any, layers: int, changes: List[str]) -> None:
+    """A layout for more processes than this launch (GPT-3's 8 × 8 tensor × pipeline on one
+    machine), or more pipeline stages than the smoke model has layers, becomes plain data
+    parallel over the processes there are: the smoke run checks the recipe, not its layout."""
+    world = dist.get_world_size()
+    tp = int(dist_cfg.get("tensor_parallel_size", 1) or 1)
+    pp = int(dist_cfg.get("pipeline_parallel_size", 1) or 1)
+    dp = dist_cfg.get("data_parallel_size", None)
+    fits = world % (tp * pp) == 0 and (dp is None or int(dp) * tp * pp == world)
+    if fits and not (layers and pp > layers):
+        return
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        if key in dist_cfg and dist_cfg[key] not in (None, 1):
+            dist_cfg[key] = 1
+            changes.append(f"train.dist.{key}=1 (the recipe's {tp}×{pp} tensor×pipeline layout "
+                           f"does not fit {world} process(es) and a {layers or '?'}-layer model)")
+    if dp is not None:
+        dist_cfg.data_parallel_size = None
+        changes.append("train.dist.data_parallel_size=None (all processes data parallel)")
 
 
 def apply_smoke(cfg: Any, iterations: int = SMOKE_ITERATIONS) -> List[str]:
@@ -152,5 +180,7 @@ def apply_smoke(cfg: Any, iterations: int = SMOKE_ITERATIONS) -> List[str]:
     if layers and "dist" in t and t.dist.get("pipeline_num_layers", None) is not None:
         t.dist.pipeline_num_layers = layers
         changes.append(f"train.dist.pipeline_num_layers={layers}")
+    if "dist" in t:
+        _fit_layout(t.dist, layers, changes)
     logger.info(f"--smoke: a shrunken run of {iterations} iterations: " + ", ".join(changes))
     return changes

@@ -27,6 +27,8 @@ import re
 import sysconfig
 from typing import Dict, Iterator, List, Tuple
 
+from libai.data.synthetic_files import write_bpe_tokenizer
+
 MODULES = (
     "argparse", "base64", "bisect", "calendar", "collections/__init__", "colorsys", "copy", "csv",
     "datetime", "difflib", "fnmatch", "fractions", "ftplib", "functools", "genericpath",
@@ -101,25 +103,6 @@ def write_jsonl(path: str, rows: List[Dict]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
-
-
-def write_bpe_tokenizer(texts: List[str], directory: str, vocab_size: int,
-                        specials: List[str], config: Dict) -> str:
-    """Learn a byte-level BPE on ``texts`` with ``tokenizers`` and write a Hugging Face tokenizer
-    directory: ``tokenizer.json`` and ``tokenizer_config.json`` (``config``); return it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(texts, trainer)
-    os.makedirs(directory, exist_ok=True)
-    tok.save(os.path.join(directory, "tokenizer.json"))
-    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as handle:
-        json.dump(config, handle, indent=1)
-    return directory
 
 
 def train_tokenizer(texts: List[str], directory: str, vocab_size: int) -> None:

@@ -1,37 +1,36 @@
 """Every ready-to-launch recipe in ``configs/`` (and ``configs/examples/``) loads at full size and
-trains a few iterations at a shrunken size, in Eager mode here and in Graph mode in
-test_recipes_graph.py (both through :func:`check_recipe_trains`), in the test process.
+trains a few iterations with ``--smoke`` on a fresh clone, in Eager mode here and in Graph mode
+in test_recipes_graph.py (both through :func:`check_recipe_trains`), in the test process.
 
-The shrinking is ``--smoke`` (:func:`libai.engine.smoke.apply_smoke`), what a user runs for a
-first try. A recipe joins automatically by existing; its data overrides come from
-recipe_overrides.py, and a recipe without an entry fails here with a message saying where to add
-one. The recipes' data placeholders are pointed at tiny data built once per session (tiny_data.py).
+``--smoke`` is what a user runs for a first try (README.md): the command line's
+:func:`~libai.engine.cli.load_config` shrinks the recipe (:mod:`libai.engine.smoke`) and, for
+every vocabulary, corpus and image folder the recipe names that is not there, makes a tiny
+synthetic stand-in of the same format (:mod:`libai.engine.smoke_data`). Each recipe runs from an
+empty folder, so none of its placeholder paths exists, with no data override at all: what is
+checked is exactly what a fresh clone does. A recipe joins automatically by existing.
 """
 import glob
 import inspect
 import json
+import logging
 import math
 import os
-import sys
 
 import pytest
 
+from libai.config import LazyConfig, default_argument_parser
+from libai.config.targets import locate as locate_target
+from libai.data.data_utils.indexed_dataset import data_file_path
+from libai.engine import DefaultTrainer
+from libai.engine.cli import load_config
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from recipe_overrides import RECIPE_OVERRIDES  # noqa: E402
-
-from libai.config import LazyConfig  # noqa: E402
-from libai.config.targets import locate as locate_target  # noqa: E402
-from libai.engine import DefaultTrainer  # noqa: E402
-from libai.engine.setup import complete_config  # noqa: E402
-from libai.engine.smoke import apply_smoke  # noqa: E402
-
 REPO = os.path.dirname(os.path.dirname(HERE))
 CONFIGS = os.path.join(REPO, "configs")
 TRAIN_ITERS = 2
 REQUIRED = ("model", "train", "optim", "dataloader", "graph")
+# the keys naming a file or folder a recipe reads
+DATA_KEYS = ("vocab_file", "merges_file", "data_prefix", "data_file", "root", "source", "pretrained_model_name_or_path")
 
 
 def _recipe_names():
@@ -44,22 +43,6 @@ RECIPES = _recipe_names()
 
 def _load(name):
     return LazyConfig.load(os.path.join(CONFIGS, name + ".py"))
-
-
-def _overrides_of(name):
-    if name not in RECIPE_OVERRIDES:
-        pytest.fail(
-            f"configs/{name}.py has no shrink overrides: add an entry {name!r}: [...] to "
-            f"tests/configs/recipe_overrides.py (override strings that make the model, images or "
-            f"sequences and batches tiny, and point its data placeholders at the harness's tiny "
-            f"data, e.g. '{{bert_prefix}}'; see that file's docstring)",
-            pytrace=False,
-        )
-    return list(RECIPE_OVERRIDES[name])
-
-
-def _harness_overrides(output_dir, graph_enabled):
-    return [f"train.output_dir='{output_dir}'", f"graph.enabled={graph_enabled}"]
 
 
 def _node_paths(node, path):
@@ -76,7 +59,6 @@ def _node_paths(node, path):
 
 @pytest.mark.parametrize("name", RECIPES)
 def test_recipe_loads_at_full_size_and_every_node_binds_without_building(name):
-    _overrides_of(name)  # a recipe without shrink overrides is an error on its own
     cfg = _load(name)
     missing = [field for field in REQUIRED if field not in cfg]
     assert not missing, f"configs/{name}.py lacks the top-level field(s) {missing}"
@@ -110,19 +92,64 @@ def _metrics(output_dir):
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def check_recipe_trains(name, mode, tiny_data, tmp_path):
-    """The recipe, shrunk by ``--smoke`` and pointed at the tiny data, trains TRAIN_ITERS
-    iterations in ``mode`` (``"eager"`` or ``"graph"``) with finite losses, evaluates when it
-    has evaluation on, and writes its final checkpoint."""
-    try:
-        overrides = [item.format(**tiny_data) for item in _overrides_of(name)]
-    except KeyError as error:
-        pytest.fail(f"recipe_overrides.py entry {name!r} names the placeholder {{{error.args[0]}}}, "
-                    f"which the harness does not build; known: {sorted(tiny_data)}", pytrace=False)
-    cfg = complete_config(_load(name))  # as the command line loads it
+def _data_paths(cfg):
+    """``{key path: value}`` of every file or folder the config's tokenizers and datasets read."""
+    found = {}
+    for section in ("tokenization", "dataloader"):
+        for path, node in _node_paths(cfg.get(section, None), section):
+            for key in DATA_KEYS:
+                if key in node and isinstance(node[key], str):
+                    found[f"{path}.{key}"] = node[key]
+    return found
+
+
+def _exists(key, value):
+    return os.path.exists(data_file_path(value) if key.endswith("data_prefix") else value)
+
+
+class _Lines(logging.Handler):
+    """The messages of one logger (on the logger itself: libai's may not propagate to pytest's)."""
+
+    def __init__(self, name):
+        super().__init__(logging.INFO)
+        self.logger, self.lines = logging.getLogger(name), []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def __enter__(self):
+        self.level = self.logger.level
+        self.logger.setLevel(logging.INFO)
+        self.logger.addHandler(self)
+        return self.lines
+
+    def __exit__(self, *exc):
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level)
+
+
+def check_recipe_trains(name, mode, tmp_path, monkeypatch):
+    """``tools/train_net.py --config-file configs/<name>.py --smoke`` as run on a fresh clone
+    (from an empty folder: none of the recipe's data paths exist), in ``mode`` (``"eager"`` or
+    ``"graph"``): every file or folder the recipe reads is there afterwards (a stand-in, named in
+    the one log line), and it trains TRAIN_ITERS iterations with finite losses, evaluates when
+    it has evaluation on, and writes its final checkpoint."""
+    monkeypatch.chdir(tmp_path)
     output_dir = str(tmp_path / "out")
-    apply_smoke(cfg, iterations=TRAIN_ITERS)  # what --smoke does, before the overrides
-    LazyConfig.apply_overrides(cfg, overrides + _harness_overrides(output_dir, mode == "graph"))
+    missing = {k: v for k, v in _data_paths(_load(name)).items() if not _exists(k, v)}
+    args = default_argument_parser().parse_args([
+        "--config-file", os.path.join(CONFIGS, name + ".py"), "--smoke", f"train.train_iter={TRAIN_ITERS}",
+        f"train.output_dir='{output_dir}'", f"graph.enabled={mode == 'graph'}"])
+    with _Lines("libai.engine.smoke_data") as said:
+        cfg = load_config(args)
+    paths = _data_paths(cfg)
+    assert all(_exists(k, v) for k, v in paths.items()), paths
+    if missing:  # one line naming every missing path and the folder of the stand-ins
+        assert len(said) == 1 and "stand-ins of the same format were made in" in said[0], said
+        assert all(repr(value) in said[0] for value in missing.values()), (missing, said)
+        assert all(paths[key] != value for key, value in missing.items())
+    else:
+        assert not said
     assert all(loader.num_workers == 0 for loader in [cfg.dataloader.train, *cfg.dataloader.get("test", [])]
                if "num_workers" in loader)
     trainer = _train(cfg)
@@ -141,5 +168,5 @@ def check_recipe_trains(name, mode, tiny_data, tmp_path):
 # test_recipes_graph.py: a file of its own, so that a second test worker takes it.
 @pytest.mark.parametrize("mode", ["eager"])
 @pytest.mark.parametrize("name", RECIPES)
-def test_recipe_trains_a_few_iterations_at_a_shrunken_size(name, mode, tiny_data, tmp_path):
-    check_recipe_trains(name, mode, tiny_data, tmp_path)
+def test_recipe_trains_a_few_iterations_with_smoke_on_a_fresh_clone(name, mode, tmp_path, monkeypatch):
+    check_recipe_trains(name, mode, tmp_path, monkeypatch)

@@ -1,4 +1,4 @@
-"""Ready-to-launch recipes train a few iterations at a shrunken size in Graph mode: the check of
+"""Ready-to-launch recipes train a few iterations with ``--smoke`` in Graph mode: the check of
 test_recipes.py (see its docstring), in a file of its own so that the suite's workers share the
 recipes' Eager and Graph runs.
 
@@ -54,5 +54,5 @@ def test_every_model_class_of_the_recipes_has_a_graph_run():
 
 @pytest.mark.parametrize("mode", ["graph"])
 @pytest.mark.parametrize("name", GRAPH_RECIPES)
-def test_recipe_trains_a_few_iterations_at_a_shrunken_size(name, mode, tiny_data, tmp_path):
-    check_recipe_trains(name, mode, tiny_data, tmp_path)
+def test_recipe_trains_a_few_iterations_with_smoke_on_a_fresh_clone(name, mode, tmp_path, monkeypatch):
+    check_recipe_trains(name, mode, tmp_path, monkeypatch)

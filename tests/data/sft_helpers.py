@@ -1,18 +1,9 @@
 """A tiny real tokenizer (byte-level BPE trained in-process by ``tokenizers``) with a chat
 template, for the fine-tuning dataset tests. Written as a Hugging Face tokenizer directory
 (``tokenizer.json`` + ``tokenizer_config.json``), the format libai's AutoTokenizer reads."""
-from projects.stdlib_sft.make_data import write_bpe_tokenizer
-
-SPECIALS = ["<pad>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
-
-#: ChatML-like; unknown roles raise, as many real templates do.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}"
-    "{% if m['role'] not in ['system', 'user', 'assistant'] %}"
-    "{{ raise_exception('Unknown role: ' + m['role']) }}{% endif %}"
-    "<|{{ m['role'] }}|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
-)
+# the ChatML-like template raises on an unknown role, as many real templates do
+from libai.data.synthetic_files import CHAT_SPECIALS as SPECIALS  # noqa: F401
+from libai.data.synthetic_files import CHAT_TEMPLATE, write_bpe_tokenizer
 
 CORPUS = [
     "Return the absolute value of the argument.",

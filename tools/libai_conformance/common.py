@@ -184,7 +184,9 @@ def command(engine: str, config: str, args: Sequence[str], prepared: Optional[Pr
 
 def _run(cmd: List[str], cwd: str, env: Dict[str, str], timeout: float, log_path: str,
          engine: str) -> (int, str):
-    full_env = {**os.environ, **env}
+    # first_error reads the root cause's place from the traceback, which libai prints for a
+    # user's mistake only when asked (libai.engine.user_errors)
+    full_env = {**os.environ, "LIBAI_FULL_ERROR": "1", **env}
     if engine == "upstream":
         full_env["LIBAI_REF"] = REF_ROOT
         # upstream is imported from its checkout, never this repository; its data helpers are
