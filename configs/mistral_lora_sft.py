@@ -9,7 +9,9 @@
 The model node is ``lora_model(model=<Mistral-7B-v0.1>, ...)``: it loads ``base_weights`` (the Hugging Face
 directory, which also gives the tokenizer and chat template), adapts every attention and MLP
 projection and freezes the rest; save the adapter alone with libai.models.utils.lora.save_lora.
-Mistral's template wraps user turns in [INST] ... [/INST]; the response ends with </s>.
+Mistral-7B-Instruct-v0.1's template wraps user turns in [INST] ... [/INST] (the response ends
+with </s>) and has no system role: a conversation with a system turn is skipped, named and
+counted (the template's "roles must alternate"); fold the system text into the first user turn.
 (configs/common/sft_recipe.py, docs/sft.md)
 """
 from .common.models.llm_families import mistral_7b

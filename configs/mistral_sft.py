@@ -7,7 +7,9 @@
     python tools/train_net.py --config-file configs/mistral_sft.py --smoke                   # a first try
 
 The Hugging Face directory gives the weights, tokenizer and chat template.
-Mistral's template wraps user turns in [INST] ... [/INST]; the response ends with </s>.
+Mistral-7B-Instruct-v0.1's template wraps user turns in [INST] ... [/INST] (the response ends
+with </s>) and has no system role: a conversation with a system turn is skipped, named and
+counted (the template's "roles must alternate"); fold the system text into the first user turn.
 Data parallel with ZeRO-2 by default; train.dist.tensor_parallel_size / pipeline_parallel_size
 for other layouts (configs/common/sft_recipe.py, docs/sft.md).
 """

@@ -172,3 +172,34 @@ def test_real_chat_templates_give_apply_chat_templates_ids_with_prompts_masked(f
     assert set(sample.labels[:prompt - 1]) == {IGNORE_INDEX} and sample.labels[prompt - 1] != IGNORE_INDEX
     second = len(tok.apply_chat_template(TURNS[:3], add_generation_prompt=True))
     assert sample.labels[second - 2] == IGNORE_INDEX and sample.labels[second - 1] != IGNORE_INDEX
+
+
+@pytest.mark.parametrize("family", ["llama2_sp", "qwen2_bpe", "gemma_bpe", "mistral_unigram",
+                                    "phi3_wordpiece"])
+def test_real_chat_templates_with_a_system_turn_mask_it_or_name_the_refusal(family, caplog):
+    """The SFT recipes' families (configs/<family>_sft.py) with a system turn: it is prompt
+    (never trained) where the template renders it; Gemma's and Mistral-7B-Instruct-v0.1's
+    templates have no system role and raise, so the conversation is skipped, counted and named
+    with the template's message, and the conversation without it still trains."""
+    from libai.tokenizer import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                                     "hf_tokenizers", family))
+    turns = [SYSTEM] + TURNS
+    rows = [{"messages": turns}, {"messages": TURNS}]
+    with caplog.at_level(logging.INFO):
+        data = ChatDataset(rows, tok, 512)
+    refusal = {"gemma_bpe": "System role not supported",
+               "mistral_unigram": "Conversation roles must alternate user/assistant"}.get(family)
+    if refusal:
+        assert len(data) == 1 and data.samples[0].input_ids == tok.apply_chat_template(TURNS)
+        assert data.report.skipped == {"template error": 1}
+        assert "list row 0: the chat template raised" in caplog.text and refusal in caplog.text
+        return
+    sample = data.samples[0]
+    assert len(data) == 2 and sample.input_ids == tok.apply_chat_template(turns)
+    trained, prompt = _trained_and_prompt(tok, sample)
+    assert "helpful assistant" in prompt and "helpful assistant" not in trained
+    # words each tiny fixture vocabulary keeps (the WordPiece one lower-cases, others lack "square")
+    assert "root of x" in trained and "absolute value of the argument" in trained
+    assert "does" in prompt and "does" not in trained
