@@ -1,19 +1,12 @@
 """LoRA supervised fine-tuning of Gemma-7B (8.5B parameters) on chat data: base frozen, rank-16 adapters.
 
     python -m libai.launch --nproc_per_node 2 tools/train_net.py --config-file configs/gemma_lora_sft.py \\
-        model.base_weights=PATH/TO/gemma-7b-it \\
-        tokenization.tokenizer.pretrained_model_name_or_path=PATH/TO/gemma-7b-it
-    python tools/train_net.py --config-file configs/gemma_lora_sft.py --dry-run --world-size 8
-    python tools/train_net.py --config-file configs/gemma_lora_sft.py --smoke
+        model.base_weights=DIR tokenization.tokenizer.pretrained_model_name_or_path=DIR
 
-The model node is ``lora_model(model=<Gemma-7B>, ...)``: it loads ``base_weights`` (the Hugging Face
-directory, which also gives the tokenizer and chat template), adapts every attention and MLP
-projection and freezes the rest; save the adapter alone with libai.models.utils.lora.save_lora.
 Gemma's template has no system role: it raises "System role not supported", so a
 conversation that starts with a system turn is skipped, named (file and line) and counted in
 the dataset's report; fold the system text into the first user turn to keep it.
-(configs/common/sft_recipe.py, docs/sft.md)
-"""
+DIR is a local copy of gemma-7b-it; save the adapter with lora.save_lora; docs/sft.md."""
 from .common.models.llm_families import gemma_7b
 from .common.sft_recipe import lora_sft
 

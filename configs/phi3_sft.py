@@ -1,18 +1,12 @@
 """Full supervised fine-tuning of Phi-3-mini-4k (3.8B parameters) on chat data, labels on assistant turns.
 
     python -m libai.launch --nproc_per_node 8 tools/train_net.py --config-file configs/phi3_sft.py \\
-        train.load_weight=PATH/TO/Phi-3-mini-4k-instruct \\
-        tokenization.tokenizer.pretrained_model_name_or_path=PATH/TO/Phi-3-mini-4k-instruct
-    python tools/train_net.py --config-file configs/phi3_sft.py --dry-run --world-size 8   # 8 x 80 GB
-    python tools/train_net.py --config-file configs/phi3_sft.py --smoke                   # a first try
+        train.load_weight=DIR tokenization.tokenizer.pretrained_model_name_or_path=DIR
 
-The Hugging Face directory gives the weights, tokenizer and chat template.
 Phi-3's template marks turns <|user|> ... <|end|>; its fused qkv_proj / gate_up_proj are
 split on import into libai's query + key_value and dense_h_to_4h + dense_h_to_4h_linear,
 which LoRA_TARGETS adapt.
-Data parallel with ZeRO-2 by default; train.dist.tensor_parallel_size / pipeline_parallel_size
-for other layouts (configs/common/sft_recipe.py, docs/sft.md).
-"""
+DIR is a local copy of Phi-3-mini-4k-instruct (weights, tokenizer, chat template); docs/sft.md."""
 from .common.models.llm_families import phi3_mini
 from .common.sft_recipe import full_sft
 

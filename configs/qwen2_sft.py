@@ -1,17 +1,11 @@
 """Full supervised fine-tuning of Qwen2-7B (7.6B parameters) on chat data, labels on assistant turns.
 
     python -m libai.launch --nproc_per_node 8 tools/train_net.py --config-file configs/qwen2_sft.py \\
-        train.load_weight=PATH/TO/Qwen2-7B-Instruct \\
-        tokenization.tokenizer.pretrained_model_name_or_path=PATH/TO/Qwen2-7B-Instruct
-    python tools/train_net.py --config-file configs/qwen2_sft.py --dry-run --world-size 8   # 8 x 80 GB
-    python tools/train_net.py --config-file configs/qwen2_sft.py --smoke                   # a first try
+        train.load_weight=DIR tokenization.tokenizer.pretrained_model_name_or_path=DIR
 
-The Hugging Face directory gives the weights, tokenizer and chat template.
 Qwen2's template is ChatML (<|im_start|>role ... <|im_end|>); the trained response ends with
 <|im_end|>, so the model learns to stop.
-Data parallel with ZeRO-2 by default; train.dist.tensor_parallel_size / pipeline_parallel_size
-for other layouts (configs/common/sft_recipe.py, docs/sft.md).
-"""
+DIR is a local copy of Qwen2-7B-Instruct (weights, tokenizer, chat template); docs/sft.md."""
 from .common.models.llm_families import qwen2_7b
 from .common.sft_recipe import full_sft
 

@@ -1,17 +1,11 @@
 """Full supervised fine-tuning of Qwen3-8B (8.2B parameters) on chat data, labels on assistant turns.
 
     python -m libai.launch --nproc_per_node 8 tools/train_net.py --config-file configs/qwen3_sft.py \\
-        train.load_weight=PATH/TO/Qwen3-8B \\
-        tokenization.tokenizer.pretrained_model_name_or_path=PATH/TO/Qwen3-8B
-    python tools/train_net.py --config-file configs/qwen3_sft.py --dry-run --world-size 8   # 8 x 80 GB
-    python tools/train_net.py --config-file configs/qwen3_sft.py --smoke                   # a first try
+        train.load_weight=DIR tokenization.tokenizer.pretrained_model_name_or_path=DIR
 
-The Hugging Face directory gives the weights, tokenizer and chat template.
 Qwen3 shares Qwen2's tokenizer; its template is ChatML with reasoning
 (<think>) blocks, rendered as the directory gives it.
-Data parallel with ZeRO-2 by default; train.dist.tensor_parallel_size / pipeline_parallel_size
-for other layouts (configs/common/sft_recipe.py, docs/sft.md).
-"""
+DIR is a local copy of Qwen3-8B (weights, tokenizer, chat template); docs/sft.md."""
 from .common.models.llm_families import qwen3_8b
 from .common.sft_recipe import full_sft
 
