@@ -18,8 +18,8 @@ multi-machine training is started: each layout is launched once, and DP=2 on one
 most of the other distributed tests run.
 
 The same launches also train the supervised fine-tuning recipe configs/mistral_sft.py as
-``--smoke`` loads it (packed rows of chat samples, prompts masked, a sliding window inside the
-packing mask; train_script.build_sft_cfg), 3 iterations: Eager and Graph mode (ZeRO-2) in one
+``--smoke`` loads it (rows of two packed chat samples, prompts masked, a sliding window inside
+the packing mask; train_script.build_sft_cfg), 3 iterations: Eager and Graph mode (ZeRO-2) in one
 process, Eager at TP=2 and PP=2, Eager and Graph (ZeRO-2) at DP=2 over two nodes, against the
 one-process losses. One micro-batch per step everywhere (Graph mode at TP/PP on the CPU needs
 two, which the GPT runs above cover).
@@ -124,7 +124,7 @@ def test_four_process_layout_matches_one_process(four_processes, baseline, layou
 
 
 def test_sft_recipe_graph_mode_equals_eager_mode_and_learns(sft_baseline):
-    """Packed, prompt-masked batches have fixed shapes ([rows, 32]; a [rows, 1, 32, 32] mask),
+    """Packed, prompt-masked batches have fixed shapes ([rows, 144]; a [rows, 1, 144, 144] mask),
     so Graph mode compiles once and computes what Eager mode does."""
     assert len(sft_baseline["eager"]) == 3
     np.testing.assert_allclose(sft_baseline["graph"], sft_baseline["eager"], rtol=RTOL)

@@ -12,7 +12,7 @@ builds its own trainer, model, loader and graph from the same seed.
 
 ``--sft-modes eager[,graph]`` also trains, in each layout, the supervised fine-tuning recipe
 configs/mistral_sft.py as ``tools/train_net.py --smoke`` loads it (a tiny Mistral, stand-in chat
-data packed into 32-token rows, prompts masked): its losses go under ``sft/<layout>``.
+data packed two samples to a row, prompts masked): its losses go under ``sft/<layout>``.
 """
 import argparse
 import gc
@@ -56,6 +56,7 @@ SFT_RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
                           "configs", "mistral_sft.py")
 SFT_ITERS = 3
 SFT_BATCH = 4  # packed rows per step, in every layout (no accumulation: see build_sft_cfg)
+SFT_SAMPLE, SFT_PACKED = 72, 144  # the stand-in chats (40-66 tokens) whole, two to a row
 
 
 class Record(HookBase):
@@ -113,14 +114,17 @@ def build_cfg(out_dir, graph, dp=1, tp=1, pp=1, acc=1):
 
 def build_sft_cfg(out_dir, graph, dp=1, tp=1, pp=1, acc=1):
     """configs/mistral_sft.py loaded as ``tools/train_net.py --config-file configs/mistral_sft.py
-    --smoke`` does (2 layers, width 32, 32-token packed rows of stand-in chat data whose prompts
-    are masked; ZeRO-2, which needs Graph mode, only there) at the layout, with a sliding window of 8 so that the
-    window and packing's block-diagonal mask both apply. One micro-batch per step in every
-    layout: averaging micro-batch losses is not the one-batch mean over response tokens, whose
-    count differs between micro-batches."""
+    --smoke`` does (2 layers, width 32, stand-in chat data whose prompts are masked; ZeRO-2,
+    which needs Graph mode, only there) at the layout, with the 24 stand-in chats whole, two to
+    a 144-token row (12 rows; --smoke's 32 tokens would hold one truncated sample per row) and
+    a sliding window of 8, so that the window and packing's block-diagonal mask both apply.
+    One micro-batch per step in every layout: averaging micro-batch losses is not the one-batch
+    mean over response tokens, whose count differs between micro-batches."""
     del acc
     opts = [f"train.output_dir='{out_dir}'", f"graph.enabled={graph}", f"train.zero_optimization.enabled={graph}",
-            "model.cfg.sliding_window=8",
+            "model.cfg.sliding_window=8", f"model.cfg.max_position_embeddings={SFT_PACKED}",
+            f"dataloader.train.dataset.0.dataset.max_seq_length={SFT_SAMPLE}",
+            f"+dataloader.train.dataset.0.max_seq_length={SFT_PACKED}",
             f"train.train_iter={SFT_ITERS}", f"train.train_micro_batch_size={SFT_BATCH // dp}",
             "train.num_accumulation_steps=1", "train.evaluation.enabled=False", "train.warmup_ratio=0.0",
             # updates large enough to show a wrong gradient shard, and one parameter group (the
