@@ -3,8 +3,8 @@
     python -m libai.launch --nproc_per_node 8 tools/train_net.py --config-file configs/qwen3_sft.py \\
         train.load_weight=DIR tokenization.tokenizer.pretrained_model_name_or_path=DIR
 
-Qwen3 shares Qwen2's tokenizer; its template is ChatML with reasoning
-(<think>) blocks, rendered as the directory gives it.
+Qwen3 shares Qwen2's tokenizer; its ChatML template gives the last assistant turn an empty
+<think></think> block and earlier turns none: each turn is trained as the whole renders it.
 DIR is a local copy of Qwen3-8B (weights, tokenizer, chat template); docs/sft.md."""
 from .common.models.llm_families import qwen3_8b
 from .common.sft_recipe import full_sft
