@@ -32,7 +32,7 @@ def sft_dataset(source: str, packed: bool, tokenizer, max_seq_length: int = SEQ)
 def sft_data(model_dir: str, max_seq_length: int = SEQ):
     """``(tokenization, dataloader)`` for a model whose tokenizer and chat template are in the
     Hugging Face directory ``model_dir`` (the trainer hands ``tokenization.tokenizer`` to both
-    datasets, so overriding its path is enough)."""
+    chat datasets, the packed one's included, so overriding its path is enough)."""
     tokenization = OmegaConf.create()
     tokenization.tokenizer = LazyCall("libai.tokenizer.AutoTokenizer.from_pretrained")(
         pretrained_model_name_or_path=model_dir,
