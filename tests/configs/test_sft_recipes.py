@@ -1,5 +1,6 @@
-"""An SFT recipe pointed at a Hugging Face model directory, as a user runs it: the weights load
-into the model the recipe builds and it trains.
+"""The SFT recipes (configs/<family>_sft.py, configs/<family>_lora_sft.py) beyond what every
+recipe's --smoke run checks (test_recipes.py): LoRA adapts every projection of every family,
+and a recipe pointed at a Hugging Face model directory loads its weights and trains.
 
 Qwen2-7B's embedding has 152,064 rows for its tokenizer's 151,646 ids (Phi-3-mini: 32,064 for
 32,011). The trainer sizes ``model.cfg.vocab_size`` by the tokenizer, so the directory's
@@ -13,12 +14,15 @@ import os
 import shutil
 
 import numpy as np
+import pytest
 
-from libai.config import default_argument_parser
+from libai.config import LazyConfig, default_argument_parser, instantiate
 from libai.data.synthetic_files import write_sft_jsonl
 from libai.engine import DefaultTrainer
 from libai.engine.cli import load_config
+from libai.engine.smoke import apply_smoke
 from libai.models import Qwen2ForCausalLM
+from libai.models.utils.lora import lora_modules
 from libai.utils.parallel_layout import ParallelLayout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,8 +32,28 @@ TINY = dict(vocab_size=352, hidden_size=32, hidden_layers=2, num_attention_heads
             intermediate_size=64, max_position_embeddings=64, qkv_bias=True, rope_theta=1e6)
 
 
+LAYOUT = dict(data_parallel_size=1, tensor_parallel_size=1, pipeline_parallel_size=1)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "mistral", "gemma", "qwen3", "phi3"])
+def test_lora_recipe_adapts_every_attention_and_mlp_projection_of_its_family(family):
+    """Six projections per block (query, key_value, dense; the gated MLP's two inputs and its
+    output), whatever the Hugging Face checkpoint calls them (Phi-3 fuses qkv_proj and
+    gate_up_proj), and nothing else trains."""
+    cfg = LazyConfig.load(os.path.join(REPO, "configs", f"{family}_lora_sft.py"))
+    apply_smoke(cfg)  # 2 blocks; base_weights dropped
+    with ParallelLayout.from_config(LAYOUT):
+        model = instantiate(cfg.model)
+    adapted = sorted(name.split(".", 3)[3] for name in lora_modules(model))
+    assert adapted == sorted([f"{part}.{leaf}" for part, leaf in [
+        ("self_attention", "query"), ("self_attention", "key_value"), ("self_attention", "dense"),
+        ("mlp", "dense_h_to_4h"), ("mlp", "dense_h_to_4h_linear"), ("mlp", "dense_4h_to_h")]] * 2)
+    trained = {name for name, param in model.named_parameters() if param.requires_grad}
+    assert trained and all(".lora_A." in name or ".lora_B." in name for name in trained)
+
+
 def _model_directory(path):
-    with ParallelLayout.from_config(dict(data_parallel_size=1, tensor_parallel_size=1, pipeline_parallel_size=1)):
+    with ParallelLayout.from_config(LAYOUT):
         model = Qwen2ForCausalLM(cfg=dict(TINY))
         model.save_pretrained(path)
         embedding = model.model.embed_tokens.weight.to_local().numpy()
