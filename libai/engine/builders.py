@@ -191,18 +191,22 @@ def _takes_tokenizer(ds: Any) -> bool:
 def _with_tokenizer(node: Any, tokenizer: Any, build: bool = True) -> Any:
     """The loader node with the built tokenizer given to each dataset node that takes one
     (see :func:`_takes_tokenizer`; the dataset built with it, or with ``build=False`` left a
-    node holding it)."""
+    node holding it), also inside a wrapper's ``dataset`` (a ``PackedDataset`` of chats)."""
     datasets = node.get("dataset", None) if tokenizer is not None else None
     if datasets is None:
         return node
     single = hasattr(datasets, "keys")
 
     def fill(ds: Any) -> Any:
+        key, value = "tokenizer", tokenizer
         if not _takes_tokenizer(ds):
-            return ds
+            inner = ds.get("dataset", None) if hasattr(ds, "keys") else None
+            if not (hasattr(inner, "keys") and _takes_tokenizer(inner)):
+                return ds
+            key, value = "dataset", fill(inner)
         if build:
-            return instantiate_with(ds, tokenizer=tokenizer)
-        return {**{key: ds[key] for key in ds.keys()}, "tokenizer": tokenizer}
+            return instantiate_with(ds, **{key: value})
+        return {**{k: ds[k] for k in ds.keys()}, key: value}
 
     filled = [fill(ds) for ds in ([datasets] if single else datasets)]
     copy = {key: node[key] for key in node.keys()}

@@ -12,10 +12,15 @@ The directory's files decide, in this order:
 
 ``tokenizer_config.json`` (Hugging Face's keys) supplies the special tokens, padding side,
 longest input and the chat template (``chat_template.jinja`` wins over it, as in transformers).
+
+A model directory's ``config.json`` ``vocab_size`` (the rows of the model's embedding, often
+more than the tokenizer's ids: Qwen2-7B has 152,064 rows for 151,646 ids, Phi-3-mini 32,064 for
+32,011) becomes the tokenizer's ``padded_vocab_size``, so that a trainer sizing the model by its
+tokenizer keeps the checkpoint's shape and its weights load.
 """
 import json
 import os
-from typing import Any, Optional, Tuple, Type
+from typing import Any, Dict, Optional, Tuple, Type
 
 from libai.tokenizer.base import BaseTokenizer
 from libai.tokenizer.bert import BertTokenizer
@@ -55,24 +60,37 @@ class AutoTokenizer:
             raise FileNotFoundError(
                 f"{directory!r} is not a directory; AutoTokenizer.from_pretrained takes a local model "
                 "or tokenizer directory (libai never downloads)")
-        if os.path.isfile(os.path.join(directory, TOKENIZER_FILE)):
-            return JSONTokenizer.from_pretrained(directory, **overrides)
-        if os.path.isfile(os.path.join(directory, MODEL_FILE)):
-            return LlamaSentencePieceTokenizer.from_pretrained(directory, **overrides)
-        for files, tokenizer_class in VOCABULARY_FILES:
-            if all(os.path.isfile(os.path.join(directory, name)) for name in files):
-                if tokenizer_class is GPT2Tokenizer and _model_type(directory) == "roberta":
-                    tokenizer_class = RobertaTokenizer
-                return tokenizer_class.from_pretrained(directory, **overrides)
+        tokenizer = _load(directory, overrides)
+        if tokenizer is not None:
+            rows = _model_config(directory).get("vocab_size")
+            if isinstance(rows, int) and not isinstance(rows, bool) and rows > len(tokenizer):
+                tokenizer.padded_vocab_size = rows  # the checkpoint's embedding rows
+            return tokenizer
         looked_for = [TOKENIZER_FILE, MODEL_FILE] + [" + ".join(f) for f, _ in VOCABULARY_FILES]
         raise FileNotFoundError(
             f"no tokenizer in {directory}: looked for {', '.join(looked_for)}. Copy the model's "
             "tokenizer files (tokenizer.json or tokenizer.model, with tokenizer_config.json) into it")
 
 
-def _model_type(directory: str) -> Optional[str]:
+def _load(directory: str, overrides: Any) -> Optional[BaseTokenizer]:
+    """The tokenizer of the first kind of files ``directory`` holds (None: no tokenizer files)."""
+    if os.path.isfile(os.path.join(directory, TOKENIZER_FILE)):
+        return JSONTokenizer.from_pretrained(directory, **overrides)
+    if os.path.isfile(os.path.join(directory, MODEL_FILE)):
+        return LlamaSentencePieceTokenizer.from_pretrained(directory, **overrides)
+    for files, tokenizer_class in VOCABULARY_FILES:
+        if all(os.path.isfile(os.path.join(directory, name)) for name in files):
+            if tokenizer_class is GPT2Tokenizer and _model_config(directory).get("model_type") == "roberta":
+                tokenizer_class = RobertaTokenizer
+            return tokenizer_class.from_pretrained(directory, **overrides)
+    return None
+
+
+def _model_config(directory: str) -> Dict[str, Any]:
+    """The directory's ``config.json`` (empty when there is none or it is not a JSON object)."""
     path = os.path.join(directory, "config.json")
     if not os.path.isfile(path):
-        return None
+        return {}
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle).get("model_type")
+        config = json.load(handle)
+    return config if isinstance(config, dict) else {}

@@ -172,3 +172,74 @@ def test_real_chat_templates_give_apply_chat_templates_ids_with_prompts_masked(f
     assert set(sample.labels[:prompt - 1]) == {IGNORE_INDEX} and sample.labels[prompt - 1] != IGNORE_INDEX
     second = len(tok.apply_chat_template(TURNS[:3], add_generation_prompt=True))
     assert sample.labels[second - 2] == IGNORE_INDEX and sample.labels[second - 1] != IGNORE_INDEX
+
+
+@pytest.mark.parametrize("family", ["llama2_sp", "qwen2_bpe", "gemma_bpe", "mistral_unigram",
+                                    "phi3_wordpiece"])
+def test_real_chat_templates_with_a_system_turn_mask_it_or_name_the_refusal(family, caplog):
+    """The SFT recipes' families (configs/<family>_sft.py) with a system turn: it is prompt
+    (never trained) where the template renders it; Gemma's and Mistral-7B-Instruct-v0.1's
+    templates have no system role and raise, so the conversation is skipped, counted and named
+    with the template's message, and the conversation without it still trains."""
+    from libai.tokenizer import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                                     "hf_tokenizers", family))
+    turns = [SYSTEM] + TURNS
+    rows = [{"messages": turns}, {"messages": TURNS}]
+    with caplog.at_level(logging.INFO):
+        data = ChatDataset(rows, tok, 512)
+    refusal = {"gemma_bpe": "System role not supported",
+               "mistral_unigram": "Conversation roles must alternate user/assistant"}.get(family)
+    if refusal:
+        assert len(data) == 1 and data.samples[0].input_ids == tok.apply_chat_template(TURNS)
+        assert data.report.skipped == {"template error": 1}
+        assert "list row 0: the chat template raised" in caplog.text and refusal in caplog.text
+        return
+    sample = data.samples[0]
+    assert len(data) == 2 and sample.input_ids == tok.apply_chat_template(turns)
+    trained, prompt = _trained_and_prompt(tok, sample)
+    assert "helpful assistant" in prompt and "helpful assistant" not in trained
+    # words each tiny fixture vocabulary keeps (the WordPiece one lower-cases, others lack "square")
+    assert "root of x" in trained and "absolute value of the argument" in trained
+    assert "does" in prompt and "does" not in trained
+
+
+# Qwen3's chat format (ChatML with reasoning blocks), written for this test: the assistant turn
+# after the last user message is rendered with its <think> block (empty when the sample has no
+# reasoning), earlier assistant turns without it, so a conversation cut after an earlier turn
+# renders that turn differently than the whole conversation does.
+QWEN3_FORMAT = """{%- set ns = namespace(last_query=-1) -%}
+{%- for m in messages %}{% if m.role == 'user' %}{% set ns.last_query = loop.index0 %}{% endif %}{% endfor -%}
+{%- for m in messages -%}
+{%- if m.role == 'assistant' -%}
+{%- if loop.index0 > ns.last_query and loop.last -%}
+{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' + m.content + '<|im_end|>\\n' -}}
+{%- else -%}
+{{- '<|im_start|>assistant\\n' + m.content + '<|im_end|>\\n' -}}
+{%- endif -%}
+{%- else -%}
+{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif -%}"""
+
+
+@pytest.mark.parametrize("system", [False, True], ids=["no_system", "system"])
+def test_qwen3_format_trains_every_assistant_turn_of_a_multi_turn_conversation(system):
+    """configs/qwen3_sft.py: Qwen3's template renders earlier assistant turns without the empty
+    reasoning block the last one gets, so an earlier turn is not a prefix of the whole; it is
+    found in the whole right after its generation prompt and trained there (its content and
+    end-of-turn), the last turn with its <think></think> block, as the whole renders them."""
+    from libai.tokenizer import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                                                     "hf_tokenizers", "qwen2_bpe"))
+    turns = ([SYSTEM] if system else []) + TURNS
+    sample = ChatDataset([{"messages": turns}], tok, 512, chat_template=QWEN3_FORMAT).samples[0]
+    whole = tok.apply_chat_template(turns, chat_template=QWEN3_FORMAT, tokenize=False)
+    assert sample.input_ids == tok.encode(whole)
+    trained, prompt = _trained_and_prompt(tok, sample)
+    first, last = TURNS[1]["content"], TURNS[3]["content"]
+    assert trained == f"{first}<|im_end|>\n<think>\n\n</think>\n\n{last}<|im_end|>\n"
+    assert "math.sqrt" in prompt and "And abs?" in prompt

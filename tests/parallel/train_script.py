@@ -9,6 +9,10 @@ after another in the same processes, and write the per-iteration losses (rank 0)
 The layouts (:data:`LAYOUTS`) need as many processes as their sizes multiply to. Running several
 in one launch shares the processes' start-up (importing OneFlow) between them; each layout still
 builds its own trainer, model, loader and graph from the same seed.
+
+``--sft-modes eager[,graph]`` also trains, in each layout, the supervised fine-tuning recipe
+configs/mistral_sft.py as ``tools/train_net.py --smoke`` loads it (a tiny Mistral, stand-in chat
+data packed two samples to a row, prompts masked): its losses go under ``sft/<layout>``.
 """
 import argparse
 import gc
@@ -21,10 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import libai  # noqa: E402,F401
 from omegaconf import OmegaConf  # noqa: E402
 
-from libai.config import LazyCall, get_config  # noqa: E402
+from libai.config import LazyCall, default_argument_parser, get_config  # noqa: E402
 from libai.data.build import build_nlp_train_loader  # noqa: E402
 from libai.data.datasets.synthetic import SyntheticLMDataset  # noqa: E402
 from libai.engine import DefaultTrainer, hooks  # noqa: E402
+from libai.engine.cli import load_config  # noqa: E402
 from libai.engine.trainer import HookBase  # noqa: E402
 from libai.models import GPTForPreTraining  # noqa: E402
 from libai.utils import distributed as dist  # noqa: E402
@@ -45,6 +50,13 @@ LAYOUTS = {
     "dp2xtp2": dict(dp=2, tp=2, acc=2, stop_after=3),
     "tp2xpp2": dict(tp=2, pp=2, acc=2, stop_after=3),
 }
+
+
+SFT_RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "configs", "mistral_sft.py")
+SFT_ITERS = 3
+SFT_BATCH = 4  # packed rows per step, in every layout (no accumulation: see build_sft_cfg)
+SFT_SAMPLE, SFT_PACKED = 72, 144  # the stand-in chats (40-66 tokens) whole, two to a row
 
 
 class Record(HookBase):
@@ -100,14 +112,38 @@ def build_cfg(out_dir, graph, dp=1, tp=1, pp=1, acc=1):
     return cfg
 
 
-def train_layout(name, out_dir, modes):
+def build_sft_cfg(out_dir, graph, dp=1, tp=1, pp=1, acc=1):
+    """configs/mistral_sft.py loaded as ``tools/train_net.py --config-file configs/mistral_sft.py
+    --smoke`` does (2 layers, width 32, stand-in chat data whose prompts are masked; ZeRO-2,
+    which needs Graph mode, only there) at the layout, with the 24 stand-in chats whole, two to
+    a 144-token row (12 rows; --smoke's 32 tokens would hold one truncated sample per row) and
+    a sliding window of 8, so that the window and packing's block-diagonal mask both apply.
+    One micro-batch per step in every layout: averaging micro-batch losses is not the one-batch
+    mean over response tokens, whose count differs between micro-batches."""
+    del acc
+    opts = [f"train.output_dir='{out_dir}'", f"graph.enabled={graph}", f"train.zero_optimization.enabled={graph}",
+            "model.cfg.sliding_window=8", f"model.cfg.max_position_embeddings={SFT_PACKED}",
+            f"dataloader.train.dataset.0.dataset.max_seq_length={SFT_SAMPLE}",
+            f"+dataloader.train.dataset.0.max_seq_length={SFT_PACKED}",
+            f"train.train_iter={SFT_ITERS}", f"train.train_micro_batch_size={SFT_BATCH // dp}",
+            "train.num_accumulation_steps=1", "train.evaluation.enabled=False", "train.warmup_ratio=0.0",
+            # updates large enough to show a wrong gradient shard, and one parameter group (the
+            # same clipping in Eager and Graph mode, as in build_cfg)
+            "optim.lr=0.01", "+optim.params.weight_decay=0.0", "optim.params.weight_decay_norm=0.0",
+            "optim.params.weight_decay_bias=0.0",
+            f"train.dist.data_parallel_size={dp}", f"train.dist.tensor_parallel_size={tp}",
+            f"train.dist.pipeline_parallel_size={pp}", "train.dist.device_type=cpu"]
+    return load_config(default_argument_parser().parse_args(["--config-file", SFT_RECIPE, "--smoke", *opts]))
+
+
+def train_layout(name, out_dir, modes, build=build_cfg):
     """``({mode: losses}, ["<name>/<mode>=<runner>", ...])`` of one layout."""
     sizes = dict(LAYOUTS[name])
     stop_after = sizes.pop("stop_after", None)
     result, runners = {}, []
     for mode in modes:
         losses = []
-        trainer = LossOnlyTrainer(build_cfg(os.path.join(out_dir, name), mode == "graph", **sizes))
+        trainer = LossOnlyTrainer(build(os.path.join(out_dir, name), mode == "graph", **sizes))
         trainer.register_hooks([Record(losses, stop_after)], after="LRScheduler")
         trainer.train()
         result[mode] = losses
@@ -124,12 +160,17 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("layouts", nargs="+", choices=sorted(LAYOUTS))
     p.add_argument("--modes", default="eager,graph")
+    p.add_argument("--sft-modes", default="", help="also train configs/mistral_sft.py in these modes")
     p.add_argument("--out-dir", required=True)
     args = p.parse_args()
     result, runners = {}, []
     for name in args.layouts:
         result[name], ran = train_layout(name, args.out_dir, args.modes.split(","))
         runners += ran
+        if args.sft_modes:
+            result[f"sft/{name}"], ran = train_layout(name, os.path.join(args.out_dir, "sft"),
+                                                      args.sft_modes.split(","), build_sft_cfg)
+            runners += [f"sft/{item}" for item in ran]
     # every rank reports what ran its steps and the losses it saw (the test requires all ranks)
     # in one write: the "Stopping training" warning of a stop on another rank cannot split it
     write_record(f"RESULT rank={dist.get_rank()} {' '.join(runners)} "

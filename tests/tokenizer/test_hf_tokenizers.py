@@ -161,3 +161,24 @@ def test_wrapping_ids_follows_the_post_processor(name):
         assert tok.build_inputs_with_special_tokens([10], [11]) == [tok.cls_token_id, 10, tok.sep_token_id,
                                                                    11, tok.sep_token_id]
         assert tok.num_special_tokens_to_add(pair=True) == 3
+
+
+@pytest.mark.parametrize("rows", [352, 100], ids=["more_rows", "fewer_rows"])
+def test_a_model_directorys_embedding_rows_size_the_model_not_the_tokenizers_ids(tmp_path, rows):
+    """Qwen2-7B's config.json has 152,064 embedding rows for 151,646 ids: the trainer, which
+    sizes ``model.cfg.vocab_size`` by the tokenizer, must keep the checkpoint's rows or the
+    weights do not load. Rows fewer than the ids cannot be (the ids would not fit): ignored."""
+    from omegaconf import OmegaConf
+
+    from libai.config import LazyCall
+    from libai.engine.builders import ConfigBuilders
+
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        (tmp_path / name).write_bytes(open(os.path.join(FIXTURES, "qwen2_bpe", name), "rb").read())
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen2", "vocab_size": rows}))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert len(tok) == 300 and tok.padded_vocab_size == max(rows, 300)
+    cfg = OmegaConf.create({"model": {"cfg": {"vocab_size": 152}}, "tokenization": {
+        "tokenizer": LazyCall(AutoTokenizer.from_pretrained)(pretrained_model_name_or_path=str(tmp_path))}})
+    ConfigBuilders.build_tokenizer(cfg)
+    assert cfg.model.cfg.vocab_size == max(rows, 300)

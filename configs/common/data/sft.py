@@ -19,32 +19,39 @@ from libai.data.datasets import ChatDataset, PackedDataset
 
 SEQ = 2048
 
-tokenization = OmegaConf.create()
-tokenization.tokenizer = LazyCall("libai.tokenizer.AutoTokenizer.from_pretrained")(
-    pretrained_model_name_or_path="./models/Llama-2-7b-chat-hf",
-)
 
-
-def sft_dataset(source: str, packed: bool, max_seq_length: int = SEQ):
+def sft_dataset(source: str, packed: bool, tokenizer, max_seq_length: int = SEQ):
     """A chat dataset node over ``source`` (packed into full sequences when ``packed``)."""
     chats = LazyCall(ChatDataset)(
-        source=source, tokenizer=tokenization.tokenizer, max_seq_length=max_seq_length,
+        source=source, tokenizer=tokenizer, max_seq_length=max_seq_length,
         train_on_input=False, truncation="keep_response",
     )
     return LazyCall(PackedDataset)(dataset=chats) if packed else chats
 
 
-dataloader = OmegaConf.create()
-dataloader.train = LazyCall(build_nlp_train_loader)(
-    dataset=[sft_dataset("./data/sft/train.jsonl", packed=True)],
-    num_workers=0,
-)
-dataloader.test = [
-    LazyCall(build_nlp_test_loader)(
-        dataset=sft_dataset("./data/sft/valid.jsonl", packed=False),
+def sft_data(model_dir: str, max_seq_length: int = SEQ):
+    """``(tokenization, dataloader)`` for a model whose tokenizer and chat template are in the
+    Hugging Face directory ``model_dir`` (the trainer hands ``tokenization.tokenizer`` to both
+    chat datasets, the packed one's included, so overriding its path is enough)."""
+    tokenization = OmegaConf.create()
+    tokenization.tokenizer = LazyCall("libai.tokenizer.AutoTokenizer.from_pretrained")(
+        pretrained_model_name_or_path=model_dir,
+    )
+    dataloader = OmegaConf.create()
+    dataloader.train = LazyCall(build_nlp_train_loader)(
+        dataset=[sft_dataset("./data/sft/train.jsonl", True, tokenization.tokenizer, max_seq_length)],
         num_workers=0,
-    ),
-]
+    )
+    dataloader.test = [
+        LazyCall(build_nlp_test_loader)(
+            dataset=sft_dataset("./data/sft/valid.jsonl", False, tokenization.tokenizer, max_seq_length),
+            num_workers=0,
+        ),
+    ]
+    return tokenization, dataloader
+
+
+tokenization, dataloader = sft_data("./models/Llama-2-7b-chat-hf")
 
 
 def response_loss_evaluation(eval_period: int) -> dict:

@@ -4,9 +4,11 @@ The whole conversation is rendered once with the tokenizer's chat template (Jinj
 Hugging Face ``tokenizer_config.json``), and each assistant turn is located in it by rendering
 the conversation up to that turn twice: with the generation prompt (what the model sees before
 it answers) and with the turn itself. The text between is the response, template tokens that
-end the turn included (the model learns to stop); everything else is prompt. A template
-that does not render conversations as growing prefixes of each other cannot be split this way
-and is named as the problem.
+end the turn included (the model learns to stop); everything else is prompt. A template that
+renders an earlier turn differently once later turns follow (Qwen3 drops the reasoning block
+of all but the last turn) has the turn taken as the whole renders it: its content right after
+the generation prompt, and its end-of-turn text. A template whose renderings cannot be
+matched so is named as the problem.
 """
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
@@ -103,6 +105,8 @@ def chat_segments(
         # the turn ends where this rendering and the whole part (templates such as Phi-3's
         # append an end-of-conversation token that the whole has only at its very end)
         end = _common_prefix(through, full)
+        if end <= len(before) and full.startswith(before):
+            end = _turn_in_whole(full, len(before), through, message["content"])
         if not (full.startswith(before) and len(before) >= done and end > len(before)):
             raise BadSample(
                 where, f"the chat template does not render the conversation up to message {index} "
@@ -117,6 +121,20 @@ def chat_segments(
                         f"add an {assistant_role!r} message with content (or remove the sample)",
                         "no response")
     return segments + [Segment(full[done:], False)]
+
+
+def _turn_in_whole(full: str, start: int, through: str, content: str) -> int:
+    """Where an assistant turn that the template renders differently once later turns follow
+    ends in ``full``: Qwen3's template gives the turn after the last user message an (empty)
+    ``<think></think>`` block and drops it from earlier turns, so the conversation cut after an
+    earlier turn is not a prefix of the whole. The turn is then its content right after the
+    generation prompt (at ``start``) followed by the end-of-turn text ``through`` puts after the
+    content, as far as the whole has it; ``start`` when the whole does not read so."""
+    for text in dict.fromkeys((content, content.strip())):
+        if text and full.startswith(text, start) and text in through:
+            after = through[through.rindex(text) + len(text):]
+            return start + len(text) + _common_prefix(after, full[start + len(text):])
+    return start
 
 
 def _checked_messages(messages: Any, where: str) -> List[Dict[str, str]]:
