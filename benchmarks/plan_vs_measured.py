@@ -76,7 +76,7 @@ CASES: Dict[str, Any] = {
     "alexnet": ("configs/alexnet_imagenet_ofrecord.py", ["dataloader.train.dataset.0.transform.size=128",
                                                          "model.hidden_size=1024"], 32, None),
     "swin": ("configs/swin_cifar100.py", [], 32, None),
-    "mnist": ("projects/MNIST/configs/config.py", [], 4096, None),
+    "mnist": ("projects/MNIST/configs/config.py", [], 16384, None),
 }
 # models a recipe does not carry: the case's config takes this model node (module, function or node)
 MODEL_NODES = {"llama": ("configs.common.models.llama", "llama_tiny"),
