@@ -1,0 +1,54 @@
+"""The planned sequence length: the data's, else the training dataset's in the config, else a
+bare model's positions capped at a default the plan names, never a 128k-token preset's positions;
+and the sliding window, a mask over the full product, planned as full attention."""
+import os
+
+import libai
+from libai.config import LazyConfig
+from libai.plan.core import DEFAULT_SEQ_LENGTH
+
+from configs.common.models.llm_families import mistral_7b, qwen2_7b
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bare(model):
+    """The MNIST project's config (it trains no text) with ``model`` instead: no text dataset."""
+    cfg = LazyConfig.load(os.path.join(REPO, "projects", "MNIST", "configs", "config.py"))
+    cfg.model = model
+    return cfg
+
+
+def test_a_bare_model_config_plans_the_default_and_says_so():
+    plan = libai.plan(_bare(qwen2_7b()), check_data=False, overrides=["train.train_micro_batch_size=1"])
+    assert plan.run.seq == DEFAULT_SEQ_LENGTH == 4096  # not Qwen2-7B's 131,072 positions
+    text = "\n".join(map(str, plan.problems))
+    assert "sequence length 4,096 assumed: no dataset in the config" in text
+    assert "131,072 positions" in text and "--seq-length N" in text
+    chosen = libai.plan(_bare(qwen2_7b()), check_data=False, seq_length=1024,
+                        overrides=["train.train_micro_batch_size=1"])
+    assert chosen.run.seq == 1024 and "assumed" not in "\n".join(map(str, chosen.problems))
+    # the activations scale with the tokens planned (attention scores with their square)
+    assert chosen.memory[0].activations < plan.memory[0].activations / 4
+
+
+def test_the_training_datasets_length_in_the_config_is_planned_without_the_data():
+    plan = libai.plan(LazyConfig.load(os.path.join(REPO, "configs", "bert_classification.py")),
+                      check_data=False)
+    assert plan.run.seq == 128  # its dataset's max_seq_length, not BERT's 512 positions
+    # at most the model's positions: the samples a run can feed it
+    small = libai.plan(LazyConfig.load(os.path.join(REPO, "configs", "bert_classification.py")),
+                       check_data=False, overrides=["dataloader.train.dataset.0.max_seq_length=4096"])
+    assert small.run.seq == 512
+
+
+def test_a_sliding_window_is_planned_as_the_full_product():
+    """libai's attention applies Mistral's window as a mask over the full q·kᵀ (it saves no
+    arithmetic and no memory), so the plan's attention FLOPs and scores are the full ones."""
+    windowed = mistral_7b()
+    full = mistral_7b()
+    full.cfg.sliding_window = None
+    a, b = (libai.plan(_bare(m), check_data=False, seq_length=8192,
+                       overrides=["train.train_micro_batch_size=1"]) for m in (windowed, full))
+    assert a.time.flops_per_rank == b.time.flops_per_rank
+    assert a.memory[0].activations == b.memory[0].activations
