@@ -41,12 +41,22 @@ class TinyCNN(nn.Module):
         return {"losses": self.loss(logits, labels)} if labels is not None else {"prediction_scores": logits}
 
 
-def _plan():
+def _plan(graph=False):
     cfg = LazyConfig.load(MNIST)
     cfg.model = LazyCall(TinyCNN)(img_size=64)  # the MNIST project's AdamW: two slots
     return libai.plan(cfg, check_data=False, device="cpu", overrides=[
         f"train.train_micro_batch_size={BATCH}", "train.global_batch_size=None",
-        "train.num_accumulation_steps=None", "graph.enabled=False", "train.amp.enabled=False"])
+        "train.num_accumulation_steps=None", f"graph.enabled={graph}", "train.amp.enabled=False"])
+
+
+def test_eager_plans_the_pieces_the_states_take_and_a_graph_does_not():
+    """libai.plan.memory.displaced_by_states: in Eager mode the allocator term of a model the
+    shape pass planned is its gradients + optimizer state (16,384 × 10 + 10 + conv and BN
+    weights, fp32, × 3 with AdamW); a graph plans its memory ahead and has none."""
+    eager, graph = _plan().memory[0], _plan(graph=True).memory[0]
+    params = 4 * (16 * 32 * 32 * 10 + 10 + 16 * 3 * 9 + 16 + 2 * 16)
+    assert eager.parameters == eager.gradients == params and eager.optimizer == 2 * params
+    assert eager.allocator == 3 * params and graph.allocator == 0
 
 
 def _kib(name):
