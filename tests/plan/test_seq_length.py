@@ -44,6 +44,16 @@ def test_the_training_datasets_length_in_the_config_is_planned_without_the_data(
     assert small.run.seq == 512
 
 
+def test_the_command_line_plans_the_length_it_is_given():
+    from libai.config.arguments import default_argument_parser
+    from libai.plan.cli import plan_from_args
+
+    args = default_argument_parser().parse_args([
+        "--config-file", os.path.join(REPO, "configs", "bert_classification.py"), "--dry-run",
+        "--no-data-check", "--seq-length", "64"])
+    assert plan_from_args(args).run.seq == 64
+
+
 def test_a_sliding_window_is_planned_as_the_full_product():
     """libai's attention applies Mistral's window as a mask over the full q·kᵀ (it saves no
     arithmetic and no memory), so the plan's attention FLOPs and scores are the full ones."""
