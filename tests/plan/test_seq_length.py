@@ -5,7 +5,7 @@ import os
 
 import libai
 from libai.config import LazyConfig
-from libai.plan.core import DEFAULT_SEQ_LENGTH
+from libai.plan.sequence import DEFAULT_SEQ_LENGTH
 
 from configs.common.models.llm_families import gemma_7b, mistral_7b
 
