@@ -68,7 +68,7 @@ CASES: Dict[str, Any] = {
         "model.cfg.vocab_size=8192", "model.cfg.max_position_embeddings=256"], 8, 256),
     "llama_lora": ("configs/llama_lora_finetune.py", [
         "model.model.cfg.hidden_layers=4", "model.model.cfg.max_position_embeddings=256",
-        "model.base_weights=None"], 8, 256),
+        "model.base_weights=None", "dataloader.train.dataset.0.max_seq_length=256"], 8, 256),
     # CNNs and a user's model: planned through the shape pass (libai.plan.trace); the image size
     # is the loader's (ResNet, AlexNet) or the model's (Swin), the MNIST model's from its first layer
     "resnet": ("configs/resnet50_imagenet.py", ["dataloader.train.dataset.0.transform.size=64",
@@ -76,7 +76,7 @@ CASES: Dict[str, Any] = {
     "alexnet": ("configs/alexnet_imagenet_ofrecord.py", ["dataloader.train.dataset.0.transform.size=128",
                                                          "model.hidden_size=1024"], 32, None),
     "swin": ("configs/swin_cifar100.py", [], 32, None),
-    "mnist": ("projects/MNIST/configs/config.py", [], 4096, None),
+    "mnist": ("projects/MNIST/configs/config.py", [], 98304, None),
 }
 # models a recipe does not carry: the case's config takes this model node (module, function or node)
 MODEL_NODES = {"llama": ("configs.common.models.llama", "llama_tiny"),

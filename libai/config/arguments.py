@@ -136,6 +136,9 @@ def _add_preflight_arguments(parser: argparse.ArgumentParser) -> None:
                        help="one-direction bandwidth between devices of a node, e.g. 300GB/s")
     group.add_argument("--inter-node-bandwidth", default=None, metavar="RATE",
                        help="per-device bandwidth between nodes, e.g. 25GB/s")
+    group.add_argument("--seq-length", type=int, default=None, metavar="N",
+                       help="tokens per sample to plan (default: the data's, else the training "
+                       "dataset's max_seq_length, else the model's, at most 4096)")
     group.add_argument("--top", type=int, default=10, metavar="K", help="--suggest shows K layouts")
     group.add_argument("--plan-json", default=None, metavar="FILE", help="also write the plan as JSON")
     group.add_argument("--no-data-check", action="store_true",

@@ -25,6 +25,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         device=args.device, device_memory=args.device_memory, device_flops=args.device_flops,
         link_bandwidth=args.link_bandwidth, inter_node_bandwidth=args.inter_node_bandwidth,
         check_data=not args.no_data_check, overrides=list(args.opts or []),
+        seq_length=getattr(args, "seq_length", None),
     )
 
 

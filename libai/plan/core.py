@@ -17,6 +17,7 @@ from libai.plan.memory import StageMemory, memory_plan
 from libai.plan.placement import ParamGroup, parameter_groups
 from libai.plan.problems import PlanProblems, Problem
 from libai.plan.run_shape import RunShape, optimizer_slots
+from libai.plan.sequence import tokens_per_sample
 from libai.plan.shapes import ModelShape, build_model_shape
 from libai.plan.timing import TimePlan, forward_flops_per_sample, time_plan
 
@@ -117,42 +118,19 @@ def _world(cfg: Any, world_size: Optional[int], nodes: Optional[int], per_node: 
         d.get("pipeline_parallel_size") or 1)
 
 
-def tokens_per_sample(cfg: Any, facts: data_checks.DataFacts, shape: Optional[ModelShape]) -> int:
-    """Tokens each sample feeds the attention: from the data when it was read, else from the
-    model config (``max_seq_length``/``max_position_embeddings``; patches for vision models)."""
-    if facts.seq_length:
-        return int(facts.seq_length)
-    return _tokens_of_model_node(cfg.model, shape)
-
-
-def _tokens_of_model_node(model: Any, shape: Optional[ModelShape]) -> int:
-    node = model.get("cfg", None) or model
-    for key in ("max_seq_length", "max_position_embeddings", "n_positions"):
-        if hasattr(node, "get") and node.get(key):
-            return int(node.get(key))
-    inner = model.get("model", None)  # wrappers such as lora_model(model=...)
-    if inner is not None and hasattr(inner, "get"):
-        return _tokens_of_model_node(inner, shape)
-    img, patch = model.get("img_size", None), model.get("patch_size", None)
-    if img and patch:
-        img = img[0] if isinstance(img, (list, tuple)) else img
-        cls = shape is not None and any("cls_token" in p.name for p in shape.params)
-        return int(img // patch) ** 2 + (1 if cls else 0)
-    return 1
-
-
 def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = None,
          devices_per_node: Optional[int] = None, device: Optional[str] = None,
          device_memory: Any = None, device_flops: Any = None, link_bandwidth: Any = None,
          inter_node_bandwidth: Any = None, check_data: bool = True,
-         overrides: Sequence[str] = ()) -> Plan:
+         overrides: Sequence[str] = (), seq_length: Optional[int] = None) -> Plan:
     """Validate ``cfg`` and plan its run on ``world_size`` devices (or ``nodes`` ×
     ``devices_per_node``; default: the sizes in ``cfg.train.dist``).
 
     Returns a :class:`Plan` even when there are problems (``plan.ok`` is False, ``plan.check()``
     raises :class:`PlanProblems` listing all of them). ``cfg`` is not changed. Device figures
     come from a preset (``device="a100"`` by default, see :mod:`libai.plan.hardware`) with any
-    of ``device_memory``/``device_flops``/``link_bandwidth`` overriding it.
+    of ``device_memory``/``device_flops``/``link_bandwidth`` overriding it. ``seq_length``
+    sets the tokens per sample planned (default: the data's, else :func:`libai.plan.sequence.tokens_per_sample`).
     """
     from libai.config import LazyConfig
 
@@ -202,7 +180,9 @@ def plan(cfg: Any, *, world_size: Optional[int] = None, nodes: Optional[int] = N
     stages, found = layout_checks.stages_for(dist, num_layers, dp, tp, pp)
     problems += found
     if stages is not None:
-        run = _run_shape(cfg, (dp, tp, pp), batch, tokens_per_sample(cfg, facts, shape), stages, per_node)
+        seq, found = tokens_per_sample(cfg, facts, shape, seq_length)
+        problems += found
+        run = _run_shape(cfg, (dp, tp, pp), batch, seq, stages, per_node)
         _fill(result, cfg, shape, run, num_layers, facts)
     return result
 

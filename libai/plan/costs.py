@@ -112,13 +112,19 @@ class LayerCost:
     work_score: float = 0.0  # backward workspace: heads of the widest attention (2 score grads)
     work_split: float = 0.0  # backward workspace: inner size of the widest MLP (2 grads)
     work_mask: float = 0.0  # backward workspace: heads of the widest composite masked attention
+    work_sample: float = 0.0  # backward workspace of the traced modules, elements per sample (workspace)
+    traced: bool = False  # the shape pass planned modules of this layer (libai.plan.trace)
 
     def workspace(self, batch: int, seq: int, elem: int, tp: int) -> float:
         """Bytes of the gradients that live together while this layer runs backward: two
         score-sized ones in attention (a composite masked one also ``masked_fill``'s zeros and
-        full-size mask), or two inner-sized ones in the MLP."""
+        full-size mask), or two inner-sized ones in the MLP; in the modules the shape pass planned,
+        the gradient of a module's output and the one it computes for its input (two of the
+        output's size) on top of what the modules up to it keep (the later ones' kept tensors are
+        freed when it runs backward), beyond the forward's kept total: ``work_sample``."""
         scores = batch * seq * seq * (2.0 * elem * self.work_score + (elem + 1.0) * self.work_mask)
-        return max(scores, 2.0 * elem * batch * self.work_split * seq) / tp
+        traced = elem * batch * self.work_sample
+        return max(scores / tp, 2.0 * elem * batch * self.work_split * seq / tp, traced)
 
 
 def _attention(d: Dict, composite: bool) -> Activation:
@@ -198,8 +204,15 @@ def layer_costs(shape: ModelShape, num_layers: int, composite: bool = False) -> 
     inner = [m.name for m in shape.modules if m.kind in ("attention", "mlp", "logits")]
     for m in shape.modules:
         _add_module(at(m.layer_idx), m, _within(m.name, blocks), _within(m.name, inner), composite)
-    for t in (shape.trace.modules if shape.trace is not None else []):
+    traced = shape.trace.modules if shape.trace is not None else []
+    total, before = sum(t.kept_e + t.kept_1 / 4 for t in traced), 0.0  # bytes kept as fp32 elements
+    for t in traced:  # in the order of the forward
         c, in_block = at(t.layer_idx), _within(t.name, blocks)
+        c.traced = True
+        # when t runs backward, what the modules after it kept is freed: the workspace is what
+        # t's two gradients add to the tensors kept up to t, beyond the forward's total
+        before += t.kept_e + t.kept_1 / 4
+        c.work_sample = max(c.work_sample, before + t.work_e - total)
         c.flops_sample += t.flops
         c.block_flops_sample += t.flops if in_block else 0.0
         (c.block if in_block else c.other).add(Activation(sample_e=t.kept_e, sample_1=t.kept_1))

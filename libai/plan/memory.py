@@ -22,7 +22,9 @@ plan is computed per stage. Rules, per rank of stage ``s``:
 - allocator (Eager only): what OneFlow's caching allocator loses from the second step on
   around the LM head's fp32 logits-sized tensors (:func:`logits_fragmentation`), around the
   gradient of a composite masked attention (:func:`masked_fill_blocks`), and on the first
-  stage of a pipeline the block of the tied gradient received back (:func:`received_grad_block`).
+  stage of a pipeline the block of the tied gradient received back (:func:`received_grad_block`);
+  and, for models the shape pass planned (CNNs, a user's modules, ViT, Swin), the pieces the
+  gradients and optimizer state took from the first step's working set (:func:`displaced_by_states`).
 
 OneFlow's eager allocator (``vm::BinAllocator`` in 0.9, the same for CPU and CUDA streams) takes
 memory in blocks it never returns while it can grow: a request under 1 MiB opens a 2 MiB block,
@@ -38,7 +40,7 @@ from libai.plan.costs import Activation, LayerCost
 from libai.plan.run_shape import RunShape
 
 __all__ = ["StageMemory", "stage_memory", "memory_plan", "allocator_block", "logits_fragmentation",
-           "received_grad_block", "masked_fill_blocks"]
+           "received_grad_block", "masked_fill_blocks", "displaced_by_states"]
 
 MIB = 2 ** 20
 _SPLIT_THRESHOLD = 128 * MIB  # a free piece whose rest would be this large is always split
@@ -156,6 +158,29 @@ def masked_fill_blocks(scores: float, elem: int) -> float:
     return allocator_block(elem * scores) + allocator_block(scores)
 
 
+def displaced_by_states(grads: float, optim: float) -> float:
+    """What the allocator loses from the second Eager step on in a model the shape pass planned:
+    as many bytes as the gradients and optimizer state.
+
+    The first step runs in fresh blocks: its forward's kept tensors and its backward's
+    temporaries. The gradients are made during that backward and the optimizer's slots at the
+    first update (SGD's momentum, AdamW's two moments), each put in the smallest free piece that
+    holds it, that is in the pieces the first step's activations and temporaries just freed
+    (the update itself grows the footprint by less than 1 MiB: ResNet-50 at 64², batch 16, 97.5
+    MiB of momentum). They stay there for good (``zero_grad`` zeroes the gradients, it does not
+    free them), and the allocator neither moves nor returns a block, so from the second step the
+    forward and backward open new blocks for what those pieces held. Measured on the CPU with
+    the footprint read after each step (``benchmarks/plan_vs_measured.py``): AlexNet (1,024-wide,
+    128², batch 32) grows by 108.3 MiB after its first step against 106.6 of gradients and
+    momentum, by exactly two blocks of its 36 MiB first-layer weight (its gradient's and its
+    momentum's); the same without momentum by one (36 MiB); ResNet-50 by 251 MiB against 195
+    (without momentum 119 against 97.5). libai's transformer families planned by size have the
+    narrower terms above instead: their states are a small part of their activations and fit
+    in the pieces they take, except around the logits and the masked attention's gradient.
+    """
+    return grads + optim
+
+
 def _eager_allocator(costs: Sequence[LayerCost], layers: Sequence[LayerCost], run: RunShape,
                      tied_embedding_bytes: float) -> float:
     """:func:`logits_fragmentation` of the LM head's stage, :func:`masked_fill_blocks` of the
@@ -164,21 +189,27 @@ def _eager_allocator(costs: Sequence[LayerCost], layers: Sequence[LayerCost], ru
     if run.graph:
         return 0.0
     tp, dp = run.tp, run.dp
+    zero = run.zero_stage if dp > 1 else 0
+    if any(c.traced for c in layers):
+        trainable = sum(c.train_rep + c.train_split / tp for c in layers)
+        displaced = displaced_by_states(trainable / (dp if zero >= 2 else 1),
+                                        run.optimizer_slots * trainable / (dp if zero >= 1 else 1))
+    else:
+        displaced = 0.0
     received = _received_tied_grad(layers, run, tied_embedding_bytes)
     heads = max([c.work_mask for c in layers] + [0.0])
     masked = masked_fill_blocks(run.micro_batch * heads * run.seq * run.seq / tp, run.elem)
     vocab = sum(c.logits_transient for c in layers)
     if not vocab:
-        return received_grad_block(received) + masked
-    zero = run.zero_stage if dp > 1 else 0
+        return received_grad_block(received) + masked + displaced
     table = sum(c.vocab_table for c in layers) / tp
     if table:  # the table lives here: its gradient and optimizer slots
-        states = [table / (dp if zero >= 2 else 1)] + [table / (dp if zero >= 1 else 1)] * run.optimizer_slots
+        slots = [table / (dp if zero >= 2 else 1)] + [table / (dp if zero >= 1 else 1)] * run.optimizer_slots
     elif run.pp > 1 and tied_embedding_bytes and any(c.vocab_table for c in costs):
-        states = [tied_embedding_bytes / tp]  # the gradient of the tied copy on the last stage
+        slots = [tied_embedding_bytes / tp]  # the gradient of the tied copy on the last stage
     else:
-        states = []
-    return logits_fragmentation(4.0 * run.micro_batch * run.seq * vocab / tp, states) + masked
+        slots = []
+    return logits_fragmentation(4.0 * run.micro_batch * run.seq * vocab / tp, slots) + masked + displaced
 
 
 def _received_tied_grad(layers: Sequence[LayerCost], run: RunShape, tied_embedding_bytes: float) -> float:

@@ -39,6 +39,7 @@ class TracedModule:
     flops: float = 0.0
     kept_e: float = 0.0  # elements kept for backward (compute dtype)
     kept_1: float = 0.0  # bytes kept for backward (masks, indices, ids)
+    work_e: float = 0.0  # elements of its backward workspace: its output's gradient and its input's
     known: bool = True
     calls: int = 0
 
@@ -156,6 +157,8 @@ class _Pass:
                 rec.known = False
             else:
                 self.add(rec, cost)
+                if hasattr(out, "shape"):  # two gradients of its output's size live together
+                    rec.work_e = max(rec.work_e, 2.0 * numel(out.shape))
         return hook
 
     def owner(self) -> Optional[str]:
