@@ -14,12 +14,12 @@ in the other cases. Callers never choose.
 as Hugging Face's T5 and Llama do, so half-precision inputs do not lose the small variances.
 """
 import functools
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import broadcast, make_parameter, to_sbp
+from libai.layers.utils import broadcast, make_parameter, to_layer, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["LayerNorm", "RMSLayerNorm", "RMSNorm"]
@@ -92,7 +92,10 @@ class LayerNorm(_TrailingNorm):
         self.bias = self._affine(nn.init.zeros_, elementwise_affine and bias, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
+            x = to_layer(x, self.layout, self.layer_idx)
+        else:
+            x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         begin = x.ndim - len(self.normalized_shape)
         if self._fused and self.bias is not None:
             return flow._C.layer_norm_affine(
@@ -104,7 +107,11 @@ class LayerNorm(_TrailingNorm):
                 x, begin_norm_axis=begin, begin_params_axis=begin, epsilon=self.eps
             )
         elif self._written_out and self.bias is not None:
-            return _affine_layer_norm(self.eps).apply(x, self.weight, self.bias)
+            if _needs_grad(x, self.weight, self.bias):
+                return _affine_layer_norm(self.eps).apply(x, self.weight, self.bias)
+            # inference (generation): the same ops without autograd.Function's bookkeeping,
+            # which costs more than the eight kernels at one token per row
+            return _AffineLayerNorm.normalize(x, self.weight, self.bias, self.eps)[0]
         elif self.bias is not None:
             return flow.nn.functional.layer_norm(
                 x, self.normalized_shape, self.weight, self.bias, self.eps
@@ -127,14 +134,22 @@ class _AffineLayerNorm(flow.autograd.Function):
 
     eps = 1e-5
 
-    @classmethod
-    def forward(cls, ctx, x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor) -> flow.Tensor:
+    @staticmethod
+    def normalize(x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor, eps: float
+                  ) -> Tuple[flow.Tensor, flow.Tensor, flow.Tensor]:
+        """``(output, normed, rstd)``: the forward, shared by the autograd path and the
+        gradient-free one so both give the same bits."""
         dims = list(range(x.ndim - weight.ndim, x.ndim))
         centred = x - x.mean(dim=dims, keepdim=True)
-        rstd = flow.rsqrt((centred * centred).mean(dim=dims, keepdim=True) + cls.eps)
+        rstd = flow.rsqrt((centred * centred).mean(dim=dims, keepdim=True) + eps)
         normed = centred * rstd
+        return normed * weight + bias, normed, rstd
+
+    @classmethod
+    def forward(cls, ctx, x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor) -> flow.Tensor:
+        out, normed, rstd = cls.normalize(x, weight, bias, cls.eps)
         ctx.save_for_backward(normed, rstd, weight)
-        return normed * weight + bias
+        return out
 
     @staticmethod
     def backward(ctx, dy: flow.Tensor):
@@ -145,6 +160,11 @@ class _AffineLayerNorm(flow.autograd.Function):
         dx = rstd * (g - g.mean(dim=dims, keepdim=True)
                      - normed * (g * normed).mean(dim=dims, keepdim=True))
         return dx, (dy * normed).sum(dim=batch_dims), dy.sum(dim=batch_dims)
+
+
+def _needs_grad(*tensors: flow.Tensor) -> bool:
+    """Whether autograd records an op on ``tensors`` here."""
+    return flow.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 @functools.lru_cache(maxsize=None)

@@ -133,3 +133,20 @@ def test_layer_norm_in_a_graph_equals_eager(local_layout):
     after = [norm.weight.numpy(), norm.bias.numpy()]
     for b, a, g in zip(before, after, eager_grads):
         np.testing.assert_allclose(b - a, g, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_without_gradient_gives_the_same_bits(local_layout):
+    """Under ``no_grad`` (generation) the layer runs the written-out forward without
+    ``autograd.Function``; the values must be those of the recorded path, bit for bit."""
+    from libai.layers.utils import local_tensors
+
+    norm = LayerNorm(24)
+    norm.weight.data.copy_(_x(24, seed=11))
+    norm.bias.data.copy_(_x(24, seed=12))
+    x = flow.tensor(_x(3, 5, 24, seed=13, scale=4.0) + 2.0)
+    with local_tensors(norm):
+        recorded = norm(x)
+        with flow.no_grad():
+            free = norm(x)
+    assert recorded.requires_grad and not free.requires_grad
+    np.testing.assert_array_equal(free.numpy(), recorded.numpy())
