@@ -150,3 +150,41 @@ def test_layer_norm_without_gradient_gives_the_same_bits(local_layout):
             free = norm(x)
     assert recorded.requires_grad and not free.requires_grad
     np.testing.assert_array_equal(free.numpy(), recorded.numpy())
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 512), (3, 5, 24), (2, 4, 3, 64)])
+def test_trailing_mean_matches_oneflows_reduction_forward_and_backward(shape):
+    """The norms' mean over the last dim of a local CPU tensor is a matrix-vector product (a
+    column of 1/width); it must equal OneFlow's ``mean`` to float32 rounding, gradient too."""
+    from libai.layers.layer_norm import trailing_mean
+
+    x, dy = _x(*shape, seed=21, scale=3.0) + 1.5, _x(*shape[:-1], 1, seed=22)
+    results = []
+    for fn in (trailing_mean, lambda t, dims: t.mean(dim=dims, keepdim=True)):
+        t = flow.tensor(x, requires_grad=True)
+        out = fn(t, [len(shape) - 1])
+        (out * flow.tensor(dy)).sum().backward()
+        results.append((out.numpy(), t.grad.numpy()))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.shape == theirs.shape == shape[:-1] + (1,)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=1e-6, atol=1e-9)
+
+
+def test_trailing_mean_takes_the_product_only_where_it_is_meant_to(local_layout, monkeypatch):
+    """Local float32 CPU tensors over their last dim take the product; a global tensor, another
+    dim or another dtype keep OneFlow's reduction."""
+    from libai.layers import layer_norm
+
+    calls = []
+    original = layer_norm._mean_column
+    monkeypatch.setattr(layer_norm, "_mean_column",
+                        lambda *a: calls.append(a[0]) or original(*a))
+    x = flow.tensor(_x(2, 3, 8, seed=23))
+    layer_norm.trailing_mean(x, [2])
+    assert calls == [8]
+    layer_norm.trailing_mean(x, [1])
+    layer_norm.trailing_mean(x.to(flow.float64), [2])
+    whole = [flow.sbp.broadcast, flow.sbp.broadcast]
+    layer_norm.trailing_mean(local_layout.to_global(x, whole), [2])
+    assert calls == [8]
