@@ -237,7 +237,9 @@ class RMSLayerNorm(_TrailingNorm):
                                        elementwise_affine, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        if not self.keep_sbp:
+        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
+            x = to_layer(x, self.layout, self.layer_idx)
+        elif not self.keep_sbp:
             x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         dims = list(range(x.ndim - len(self.normalized_shape), x.ndim))
         # statistics in at least float32 (half-precision inputs are upcast; float64 stays)
