@@ -157,26 +157,29 @@ class _AffineLayerNorm(flow.autograd.Function):
         dims = list(range(dy.ndim - weight.ndim, dy.ndim))
         batch_dims = list(range(dy.ndim - weight.ndim))
         g = dy * weight
-        dx = rstd * (g - g.mean(dim=dims, keepdim=True)
-                     - normed * (g * normed).mean(dim=dims, keepdim=True))
+        dx = rstd * (g - trailing_mean(g, dims) - normed * trailing_mean(g * normed, dims))
         return dx, (dy * normed).sum(dim=batch_dims), dy.sum(dim=batch_dims)
 
 
 def trailing_mean(x: flow.Tensor, dims: Sequence[int]) -> flow.Tensor:
-    """``x.mean(dim=dims, keepdim=True)``; over the last dim of a local float32 CPU tensor, as a
+    """``x.mean(dim=dims, keepdim=True)``; over the last dim of a float32 CPU tensor, as a
     matrix-vector product with a column of ``1/width``.
 
-    OneFlow 0.9's CPU reductions cost 90-300 µs of CPU whatever the size at the widths of a
-    norm (a mean over ``[1, 1, 512]``: about 90 µs; its GEMV: about 20), which made the two
-    means of a layer norm most of a decoding step's norm time. The product sums in a
-    different order than the reduction, so the mean may differ in its last bits (a few
-    1e-9 on unit-scale values; the tokens the parity tests check are unchanged). Global
-    tensors (training, distributed layouts) and lazy ones (``nn.Graph``) keep OneFlow's
-    reduction, as do other devices and dtypes.
+    OneFlow 0.9's CPU reductions cost 90-300 µs of CPU at the widths of a norm whatever the
+    number of rows (a mean over ``[1, 1, 512]``: about 90 µs, its GEMV about 20; over
+    ``[4, 128, 256]``: 175-300 against 15-22), which made the two means of a layer norm most
+    of a decoding step's norm time and most of a training step's layer-norm time. The product
+    sums in another order than the reduction, so the mean may differ in its last bits (a few
+    1e-9 on unit-scale values). Local and global tensors alike, eager or in ``nn.Graph`` (the
+    column is a constant on the tensor's placement, broadcast); other devices and dtypes keep
+    OneFlow's reduction (on CUDA the norms use the fused kernels anyway).
     """
-    if (len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == flow.float32
-            and not x.is_global and not x.is_cuda and not x.is_lazy):
-        return flow.matmul(x, _mean_column(x.shape[-1], x.device))
+    if len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == flow.float32:
+        if x.is_global:
+            if x.placement.type == "cpu":
+                return flow.matmul(x, _global_mean_column(x.shape[-1], x.placement, len(x.sbp)))
+        elif not x.is_cuda and not x.is_lazy:
+            return flow.matmul(x, _mean_column(x.shape[-1], x.device))
     return x.mean(dim=list(dims), keepdim=True)
 
 
@@ -184,6 +187,14 @@ def trailing_mean(x: flow.Tensor, dims: Sequence[int]) -> flow.Tensor:
 def _mean_column(width: int, device: flow.device) -> flow.Tensor:
     """``[width, 1]`` of ``1/width`` (float32), made once per width and device."""
     return flow.full((width, 1), 1.0 / width, dtype=flow.float32, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def _global_mean_column(width: int, placement: flow.placement, axes: int) -> flow.Tensor:
+    """The column of :func:`_mean_column` as an eager global tensor, broadcast on every axis of
+    ``placement`` (``nn.Graph`` takes it in as a constant)."""
+    return flow.full((width, 1), 1.0 / width, dtype=flow.float32, placement=placement,
+                     sbp=[flow.sbp.broadcast] * axes)
 
 
 def _needs_grad(*tensors: flow.Tensor) -> bool:

@@ -172,19 +172,22 @@ def test_trailing_mean_matches_oneflows_reduction_forward_and_backward(shape):
 
 
 def test_trailing_mean_takes_the_product_only_where_it_is_meant_to(local_layout, monkeypatch):
-    """Local float32 CPU tensors over their last dim take the product; a global tensor, another
-    dim or another dtype keep OneFlow's reduction."""
+    """Float32 CPU tensors over their last dim take the product, global ones included (with the
+    global result equal to the local one); another dim or dtype keeps OneFlow's reduction."""
     from libai.layers import layer_norm
 
     calls = []
-    original = layer_norm._mean_column
-    monkeypatch.setattr(layer_norm, "_mean_column",
-                        lambda *a: calls.append(a[0]) or original(*a))
+    for name in ("_mean_column", "_global_mean_column"):
+        original = getattr(layer_norm, name)
+        monkeypatch.setattr(layer_norm, name,
+                            lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
     x = flow.tensor(_x(2, 3, 8, seed=23))
-    layer_norm.trailing_mean(x, [2])
-    assert calls == [8]
+    local = layer_norm.trailing_mean(x, [2])
+    assert calls == ["_mean_column"]
     layer_norm.trailing_mean(x, [1])
     layer_norm.trailing_mean(x.to(flow.float64), [2])
+    assert calls == ["_mean_column"]
     whole = [flow.sbp.broadcast, flow.sbp.broadcast]
-    layer_norm.trailing_mean(local_layout.to_global(x, whole), [2])
-    assert calls == [8]
+    placed = layer_norm.trailing_mean(local_layout.to_global(x, whole), [2])
+    assert calls == ["_mean_column", "_global_mean_column"]
+    np.testing.assert_array_equal(placed.numpy(), local.numpy())
