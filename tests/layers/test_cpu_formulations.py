@@ -191,3 +191,33 @@ def test_trailing_mean_takes_the_product_only_where_it_is_meant_to(local_layout,
     placed = layer_norm.trailing_mean(local_layout.to_global(x, whole), [2])
     assert calls == ["_mean_column", "_global_mean_column"]
     np.testing.assert_array_equal(placed.numpy(), local.numpy())
+
+
+def test_few_row_product_by_weight_rows_matches_linear_forward_and_backward(local_layout,
+                                                                            monkeypatch):
+    """Decoding on local tensors, a Linear narrowing its input 4-fold computes ``x Wᵀ`` as
+    ``(W xᵀ)ᵀ`` for 2-32 rows: the values and gradients must be those of ``F.linear``."""
+    from libai.layers import Linear
+    from libai.layers import linear as linear_module
+    from libai.layers.utils import local_tensors
+
+    taken = []
+    original = linear_module._product_by_weight_rows
+    monkeypatch.setattr(linear_module, "_product_by_weight_rows",
+                        lambda x, w: taken.append(tuple(x.shape)) or original(x, w))
+    layer = Linear(64, 16, parallel="row")
+    layer.weight.data.copy_(_x(16, 64, seed=31))
+    layer.bias.data.copy_(_x(16, seed=32))
+    x_value, dy = _x(8, 1, 64, seed=33), _x(8, 1, 16, seed=34)
+    with local_tensors(layer):
+        results = []
+        for fn in (layer, lambda t: flow.nn.functional.linear(t, layer.weight, layer.bias)):
+            layer.weight.grad = None
+            x = flow.tensor(x_value, requires_grad=True)
+            out = fn(x)
+            (out * flow.tensor(dy)).sum().backward()
+            results.append((out.numpy(), x.grad.numpy(), layer.weight.grad.numpy()))
+        layer(flow.tensor(x_value[:1]))  # one row: OneFlow's product (routed to GEMV)
+    assert taken == [(8, 1, 64)]
+    for name, ours, theirs in zip(("out", "dx", "dweight"), *results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6, err_msg=name)
