@@ -6,7 +6,10 @@ the whole process at compute time. The layer therefore decides once, at construc
 model of the zoo) and no tensor parallelism, a layer norm whose gradient is written out
 (``_AffineLayerNorm``: about half the kernels of autograd through OneFlow's composite, the same
 values to float rounding), and the composite ``nn.functional.layer_norm`` (mean/variance/rsqrt)
-in the other cases. Callers never choose.
+in the other cases. Callers never choose. On CPU tensors the means over the last dim of both
+norms are matrix-vector products (:func:`trailing_mean`: OneFlow's CPU reductions are several
+times slower at a norm's widths), and under ``no_grad`` the written-out form runs without
+``autograd.Function`` (decoding).
 
 ``RMSLayerNorm`` (alias ``RMSNorm``) is the T5 / Llama norm: no mean subtraction and no shift,
 ``y = x / sqrt(mean(x²) + eps) * weight``. It is written with element-wise ops only (the fused
