@@ -195,9 +195,12 @@ def _mean_column(width: int, device: flow.device) -> flow.Tensor:
 @functools.lru_cache(maxsize=64)
 def _global_mean_column(width: int, placement: flow.placement, axes: int) -> flow.Tensor:
     """The column of :func:`_mean_column` as an eager global tensor, broadcast on every axis of
-    ``placement`` (``nn.Graph`` takes it in as a constant)."""
-    return flow.full((width, 1), 1.0 / width, dtype=flow.float32, placement=placement,
-                     sbp=[flow.sbp.broadcast] * axes)
+    ``placement``. Made eagerly even when first asked for inside ``nn.Graph``'s build (a lazy
+    one would be cached and then refused by the next graph); a graph takes the eager tensor in
+    as a constant."""
+    with flow._oneflow_internal.lazy_mode.guard(False):
+        return flow.full((width, 1), 1.0 / width, dtype=flow.float32, placement=placement,
+                         sbp=[flow.sbp.broadcast] * axes)
 
 
 def _needs_grad(*tensors: flow.Tensor) -> bool:

@@ -221,3 +221,23 @@ def test_few_row_product_by_weight_rows_matches_linear_forward_and_backward(loca
     assert taken == [(8, 1, 64)]
     for name, ours, theirs in zip(("out", "dx", "dweight"), *results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_the_global_mean_column_made_first_inside_a_graph_serves_the_next_graph(local_layout):
+    """The column is cached: made for the first time during a graph's build, it must still be
+    an eager tensor that a second graph (and eager code) can take in."""
+    from libai.layers import layer_norm
+
+    layer_norm._global_mean_column.cache_clear()
+    whole = [flow.sbp.broadcast, flow.sbp.broadcast]
+    x = local_layout.to_global(flow.tensor(_x(2, 3, 40, seed=41)), whole)
+
+    class Mean(flow.nn.Graph):
+        def build(self, t):
+            return layer_norm.trailing_mean(t, [2])
+
+    expected = x.mean(dim=[2], keepdim=True).numpy()
+    for _ in range(2):
+        np.testing.assert_allclose(Mean()(x).numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(layer_norm.trailing_mean(x, [2]).numpy(), expected,
+                               rtol=1e-6, atol=1e-7)
