@@ -6,7 +6,10 @@ the whole process at compute time. The layer therefore decides once, at construc
 model of the zoo) and no tensor parallelism, a layer norm whose gradient is written out
 (``_AffineLayerNorm``: about half the kernels of autograd through OneFlow's composite, the same
 values to float rounding), and the composite ``nn.functional.layer_norm`` (mean/variance/rsqrt)
-in the other cases. Callers never choose.
+in the other cases. Callers never choose. On CPU tensors the means over the last dim of both
+norms are matrix-vector products (:func:`trailing_mean`: OneFlow's CPU reductions are several
+times slower at a norm's widths), and under ``no_grad`` the written-out form runs without
+``autograd.Function`` (decoding).
 
 ``RMSLayerNorm`` (alias ``RMSNorm``) is the T5 / Llama norm: no mean subtraction and no shift,
 ``y = x / sqrt(mean(x²) + eps) * weight``. It is written with element-wise ops only (the fused
@@ -14,12 +17,12 @@ in the other cases. Callers never choose.
 as Hugging Face's T5 and Llama do, so half-precision inputs do not lose the small variances.
 """
 import functools
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import broadcast, make_parameter, to_sbp
+from libai.layers.utils import broadcast, make_parameter, to_layer, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["LayerNorm", "RMSLayerNorm", "RMSNorm"]
@@ -92,7 +95,10 @@ class LayerNorm(_TrailingNorm):
         self.bias = self._affine(nn.init.zeros_, elementwise_affine and bias, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
+            x = to_layer(x, self.layout, self.layer_idx)
+        else:
+            x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         begin = x.ndim - len(self.normalized_shape)
         if self._fused and self.bias is not None:
             return flow._C.layer_norm_affine(
@@ -104,7 +110,11 @@ class LayerNorm(_TrailingNorm):
                 x, begin_norm_axis=begin, begin_params_axis=begin, epsilon=self.eps
             )
         elif self._written_out and self.bias is not None:
-            return _affine_layer_norm(self.eps).apply(x, self.weight, self.bias)
+            if _needs_grad(x, self.weight, self.bias):
+                return _affine_layer_norm(self.eps).apply(x, self.weight, self.bias)
+            # inference (generation): the same ops without autograd.Function's bookkeeping,
+            # which costs more than the eight kernels at one token per row
+            return _AffineLayerNorm.normalize(x, self.weight, self.bias, self.eps)[0]
         elif self.bias is not None:
             return flow.nn.functional.layer_norm(
                 x, self.normalized_shape, self.weight, self.bias, self.eps
@@ -127,14 +137,22 @@ class _AffineLayerNorm(flow.autograd.Function):
 
     eps = 1e-5
 
+    @staticmethod
+    def normalize(x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor, eps: float
+                  ) -> Tuple[flow.Tensor, flow.Tensor, flow.Tensor]:
+        """``(output, normed, rstd)``: the forward, shared by the autograd path and the
+        gradient-free one so both give the same bits."""
+        dims = list(range(x.ndim - weight.ndim, x.ndim))
+        centred = x - trailing_mean(x, dims)
+        rstd = flow.rsqrt(trailing_mean(centred * centred, dims) + eps)
+        normed = centred * rstd
+        return normed * weight + bias, normed, rstd
+
     @classmethod
     def forward(cls, ctx, x: flow.Tensor, weight: flow.Tensor, bias: flow.Tensor) -> flow.Tensor:
-        dims = list(range(x.ndim - weight.ndim, x.ndim))
-        centred = x - x.mean(dim=dims, keepdim=True)
-        rstd = flow.rsqrt((centred * centred).mean(dim=dims, keepdim=True) + cls.eps)
-        normed = centred * rstd
+        out, normed, rstd = cls.normalize(x, weight, bias, cls.eps)
         ctx.save_for_backward(normed, rstd, weight)
-        return normed * weight + bias
+        return out
 
     @staticmethod
     def backward(ctx, dy: flow.Tensor):
@@ -142,9 +160,52 @@ class _AffineLayerNorm(flow.autograd.Function):
         dims = list(range(dy.ndim - weight.ndim, dy.ndim))
         batch_dims = list(range(dy.ndim - weight.ndim))
         g = dy * weight
-        dx = rstd * (g - g.mean(dim=dims, keepdim=True)
-                     - normed * (g * normed).mean(dim=dims, keepdim=True))
+        dx = rstd * (g - trailing_mean(g, dims) - normed * trailing_mean(g * normed, dims))
         return dx, (dy * normed).sum(dim=batch_dims), dy.sum(dim=batch_dims)
+
+
+def trailing_mean(x: flow.Tensor, dims: Sequence[int]) -> flow.Tensor:
+    """``x.mean(dim=dims, keepdim=True)``; over the last dim of a float32 CPU tensor, as a
+    matrix-vector product with a column of ``1/width``.
+
+    OneFlow 0.9's CPU reductions cost 90-300 µs of CPU at the widths of a norm whatever the
+    number of rows (a mean over ``[1, 1, 512]``: about 90 µs, its GEMV about 20; over
+    ``[4, 128, 256]``: 175-300 against 15-22), which made the two means of a layer norm most
+    of a decoding step's norm time and most of a training step's layer-norm time. The product
+    sums in another order than the reduction, so the mean may differ in its last bits (a few
+    1e-9 on unit-scale values). Local and global tensors alike, eager or in ``nn.Graph`` (the
+    column is a constant on the tensor's placement, broadcast); other devices and dtypes keep
+    OneFlow's reduction (on CUDA the norms use the fused kernels anyway).
+    """
+    if len(dims) == 1 and dims[0] == x.ndim - 1 and x.dtype == flow.float32:
+        if x.is_global:
+            if x.placement.type == "cpu":
+                return flow.matmul(x, _global_mean_column(x.shape[-1], x.placement, len(x.sbp)))
+        elif not x.is_cuda and not x.is_lazy:
+            return flow.matmul(x, _mean_column(x.shape[-1], x.device))
+    return x.mean(dim=list(dims), keepdim=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _mean_column(width: int, device: flow.device) -> flow.Tensor:
+    """``[width, 1]`` of ``1/width`` (float32), made once per width and device."""
+    return flow.full((width, 1), 1.0 / width, dtype=flow.float32, device=device)
+
+
+@functools.lru_cache(maxsize=64)
+def _global_mean_column(width: int, placement: flow.placement, axes: int) -> flow.Tensor:
+    """The column of :func:`_mean_column` as an eager global tensor, broadcast on every axis of
+    ``placement``. Made eagerly even when first asked for inside ``nn.Graph``'s build (a lazy
+    one would be cached and then refused by the next graph); a graph takes the eager tensor in
+    as a constant."""
+    with flow._oneflow_internal.lazy_mode.guard(False):
+        return flow.full((width, 1), 1.0 / width, dtype=flow.float32, placement=placement,
+                         sbp=[flow.sbp.broadcast] * axes)
+
+
+def _needs_grad(*tensors: flow.Tensor) -> bool:
+    """Whether autograd records an op on ``tensors`` here."""
+    return flow.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,12 +254,14 @@ class RMSLayerNorm(_TrailingNorm):
                                        elementwise_affine, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        if not self.keep_sbp:
+        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
+            x = to_layer(x, self.layout, self.layer_idx)
+        elif not self.keep_sbp:
             x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         dims = list(range(x.ndim - len(self.normalized_shape), x.ndim))
         # statistics in at least float32 (half-precision inputs are upcast; float64 stays)
         wide = x if x.dtype in (flow.float32, flow.float64) else x.to(flow.float32)
-        variance = flow.mean(wide * wide, dim=dims, keepdim=True)
+        variance = trailing_mean(wide * wide, dims)
         normed = wide * flow.rsqrt(variance + self.eps)
         if self.weight is None:
             return normed if wide is x else normed.to(x.dtype)

@@ -94,16 +94,18 @@ class RotaryEmbedding(nn.Module):
             # one module may serve blocks on several stages: follow the queries
             cos = cos.to_global(placement=query.placement)
             sin = sin.to_global(placement=query.placement)
-        return self._rotate(query, cos, sin, position_offset), self._rotate(
-            key, cos, sin, position_offset
-        )
+        # the rows of the longer of the two, sliced once (a decoding step: one row for both)
+        cos, sin = cos[position_offset:end], sin[position_offset:end]
+        return self._rotate(query, cos, sin, seq), self._rotate(key, cos, sin, seq)
 
     @staticmethod
-    def _rotate(x: flow.Tensor, cos: flow.Tensor, sin: flow.Tensor, offset: int) -> flow.Tensor:
+    def _rotate(x: flow.Tensor, cos: flow.Tensor, sin: flow.Tensor, seq: int) -> flow.Tensor:
         length = int(x.shape[2])
-        c = cos[offset:offset + length].to(x.dtype)
-        s = sin[offset:offset + length].to(x.dtype)
-        return x * c + rotate_half(x) * s
+        if length != seq:
+            cos, sin = cos[:length], sin[:length]
+        if cos.dtype != x.dtype:
+            cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        return x * cos + rotate_half(x) * sin
 
     def extra_repr(self) -> str:
         return (

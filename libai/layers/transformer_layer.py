@@ -222,10 +222,16 @@ class TransformerLayer(nn.Module):
     ) -> flow.Tensor:
         """One residual branch, normalised before (pre) or after the add (post)."""
         if not self.pre_norm:
-            return norm(x + self.drop_path(branch(x)))
+            return norm(x + self._drop_path(branch(x)))
         normed = norm(x)
         residual = normed if self.apply_residual_post_layernorm else x
-        return residual + self.drop_path(branch(normed))
+        return residual + self._drop_path(branch(normed))
+
+    def _drop_path(self, y: flow.Tensor) -> flow.Tensor:
+        """Stochastic depth on a branch's output; not called when it returns ``y`` unchanged
+        (evaluation, or no drop probability), as :func:`~libai.layers.utils.active_dropout`."""
+        drop = self.drop_path
+        return drop(y) if drop.training and drop.drop_prob > 0 else y
 
 
 def _check_arrangement(layernorm_position: str, normalization: str) -> None:

@@ -183,7 +183,7 @@ def to_layer(x: flow.Tensor, layout: ParallelLayout, layer_idx: int) -> flow.Ten
     one-process run is taken as the full value and broadcast. Local layout (see
     :func:`local_tensors`): only a device move, when needed.
     """
-    if not layout.is_global:
+    if layout.local_tensors:
         return x if x.device == layout.device else x.to(layout.device)
     x = adopt_local(x, layout, layer_idx)
     _check_global(x, layout)
@@ -230,9 +230,9 @@ def to_sbp(
     A no-op on the SBP under :func:`local_tensors`. Converting ``partial_sum`` to ``broadcast``
     here is what performs the tensor-parallel all-reduce.
     """
+    if layout.local_tensors:  # the local copy's check first: it runs per layer per token
+        return x if x.device == layout.device else x.to(layout.device)
     x = to_layer(x, layout, layer_idx)
-    if not layout.is_global:
-        return x
     data, tensor = layout.logical_sbp(x.sbp)
     target = layout.nd_sbp(data if data_sbp is KEEP else data_sbp,
                            tensor if tensor_sbp is KEEP else tensor_sbp)

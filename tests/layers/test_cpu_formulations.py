@@ -133,3 +133,111 @@ def test_layer_norm_in_a_graph_equals_eager(local_layout):
     after = [norm.weight.numpy(), norm.bias.numpy()]
     for b, a, g in zip(before, after, eager_grads):
         np.testing.assert_allclose(b - a, g, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_without_gradient_gives_the_same_bits(local_layout):
+    """Under ``no_grad`` (generation) the layer runs the written-out forward without
+    ``autograd.Function``; the values must be those of the recorded path, bit for bit."""
+    from libai.layers.utils import local_tensors
+
+    norm = LayerNorm(24)
+    norm.weight.data.copy_(_x(24, seed=11))
+    norm.bias.data.copy_(_x(24, seed=12))
+    x = flow.tensor(_x(3, 5, 24, seed=13, scale=4.0) + 2.0)
+    with local_tensors(norm):
+        recorded = norm(x)
+        with flow.no_grad():
+            free = norm(x)
+    assert recorded.requires_grad and not free.requires_grad
+    np.testing.assert_array_equal(free.numpy(), recorded.numpy())
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 512), (3, 5, 24), (2, 4, 3, 64)])
+def test_trailing_mean_matches_oneflows_reduction_forward_and_backward(shape):
+    """The norms' mean over the last dim of a local CPU tensor is a matrix-vector product (a
+    column of 1/width); it must equal OneFlow's ``mean`` to float32 rounding, gradient too."""
+    from libai.layers.layer_norm import trailing_mean
+
+    x, dy = _x(*shape, seed=21, scale=3.0) + 1.5, _x(*shape[:-1], 1, seed=22)
+    results = []
+    for fn in (trailing_mean, lambda t, dims: t.mean(dim=dims, keepdim=True)):
+        t = flow.tensor(x, requires_grad=True)
+        out = fn(t, [len(shape) - 1])
+        (out * flow.tensor(dy)).sum().backward()
+        results.append((out.numpy(), t.grad.numpy()))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.shape == theirs.shape == shape[:-1] + (1,)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=1e-6, atol=1e-9)
+
+
+def test_trailing_mean_takes_the_product_only_where_it_is_meant_to(local_layout, monkeypatch):
+    """Float32 CPU tensors over their last dim take the product, global ones included (with the
+    global result equal to the local one); another dim or dtype keeps OneFlow's reduction."""
+    from libai.layers import layer_norm
+
+    calls = []
+    for name in ("_mean_column", "_global_mean_column"):
+        original = getattr(layer_norm, name)
+        monkeypatch.setattr(layer_norm, name,
+                            lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
+    x = flow.tensor(_x(2, 3, 8, seed=23))
+    local = layer_norm.trailing_mean(x, [2])
+    assert calls == ["_mean_column"]
+    layer_norm.trailing_mean(x, [1])
+    layer_norm.trailing_mean(x.to(flow.float64), [2])
+    assert calls == ["_mean_column"]
+    whole = [flow.sbp.broadcast, flow.sbp.broadcast]
+    placed = layer_norm.trailing_mean(local_layout.to_global(x, whole), [2])
+    assert calls == ["_mean_column", "_global_mean_column"]
+    np.testing.assert_array_equal(placed.numpy(), local.numpy())
+
+
+def test_few_row_product_by_weight_rows_matches_linear_forward_and_backward(local_layout,
+                                                                            monkeypatch):
+    """Decoding on local tensors, a Linear narrowing its input 4-fold computes ``x Wᵀ`` as
+    ``(W xᵀ)ᵀ`` for 2-32 rows: the values and gradients must be those of ``F.linear``."""
+    from libai.layers import Linear
+    from libai.layers import linear as linear_module
+    from libai.layers.utils import local_tensors
+
+    taken = []
+    original = linear_module._product_by_weight_rows
+    monkeypatch.setattr(linear_module, "_product_by_weight_rows",
+                        lambda x, w: taken.append(tuple(x.shape)) or original(x, w))
+    layer = Linear(64, 16, parallel="row")
+    layer.weight.data.copy_(_x(16, 64, seed=31))
+    layer.bias.data.copy_(_x(16, seed=32))
+    x_value, dy = _x(8, 1, 64, seed=33), _x(8, 1, 16, seed=34)
+    with local_tensors(layer):
+        results = []
+        for fn in (layer, lambda t: flow.nn.functional.linear(t, layer.weight, layer.bias)):
+            layer.weight.grad = None
+            x = flow.tensor(x_value, requires_grad=True)
+            out = fn(x)
+            (out * flow.tensor(dy)).sum().backward()
+            results.append((out.numpy(), x.grad.numpy(), layer.weight.grad.numpy()))
+        layer(flow.tensor(x_value[:1]))  # one row: OneFlow's product (routed to GEMV)
+    assert taken == [(8, 1, 64)]
+    for name, ours, theirs in zip(("out", "dx", "dweight"), *results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_the_global_mean_column_made_first_inside_a_graph_serves_the_next_graph(local_layout):
+    """The column is cached: made for the first time during a graph's build, it must still be
+    an eager tensor that a second graph (and eager code) can take in."""
+    from libai.layers import layer_norm
+
+    layer_norm._global_mean_column.cache_clear()
+    whole = [flow.sbp.broadcast, flow.sbp.broadcast]
+    x = local_layout.to_global(flow.tensor(_x(2, 3, 40, seed=41)), whole)
+
+    class Mean(flow.nn.Graph):
+        def build(self, t):
+            return layer_norm.trailing_mean(t, [2])
+
+    expected = x.mean(dim=[2], keepdim=True).numpy()
+    for _ in range(2):
+        np.testing.assert_allclose(Mean()(x).numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(layer_norm.trailing_mean(x, [2]).numpy(), expected,
+                               rtol=1e-6, atol=1e-7)

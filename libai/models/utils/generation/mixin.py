@@ -257,7 +257,7 @@ class _Runner:
             self.mask, self.positions = None, None
         else:
             self.tokens = prompts
-            self.mask = mask
+            self.mask = mask if self.padded else None  # no padding: the model needs no mask
             positions = flow.cumsum(mask, dim=-1) - 1
             self.positions = positions.masked_fill(mask == 0, 0) if self.padded else None
 
@@ -273,7 +273,7 @@ class _Runner:
         positions = None
         if self.positions is not None:
             positions = self.positions[:, -new.shape[1]:]
-        mask = self.mask if self.padded else None
+        mask = self.mask
         logits, presents = self.model._generation_step(
             self.place(new),
             None if mask is None else self.place(mask),
