@@ -42,6 +42,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from argparse import ArgumentParser, Namespace
 from types import FrameType, ModuleType
@@ -185,10 +186,38 @@ def exit_status(returncode: int) -> int:
 
 
 class Ranks:
-    """The ranks this launcher started, and how to signal, stop and reap them."""
+    """The ranks this launcher started, and how to signal, stop and reap them.
+
+    Each rank has a thread that waits for it and notes the order in which the ranks end
+    (:attr:`exit_order`): when one rank is killed, its peers often die a moment later (OneFlow
+    aborts a process whose peer vanished), and polling every few tenths of a second would find
+    them dead together and blame the lowest index, not the rank that failed first."""
 
     def __init__(self, procs: List[subprocess.Popen]) -> None:
-        self.procs = procs
+        self.procs: List[subprocess.Popen] = []
+        self.exit_order: List[int] = []  # indices into procs, in the order the ranks ended
+        self._lock = threading.Lock()
+        for proc in procs:
+            self.add(proc)
+
+    def add(self, proc: subprocess.Popen) -> None:
+        """Take ``proc`` as the next rank and note when it ends."""
+        index = len(self.procs)
+        self.procs.append(proc)
+
+        def wait() -> None:
+            proc.wait()
+            with self._lock:
+                self.exit_order.append(index)
+
+        threading.Thread(target=wait, name=f"libai-launch-rank{index}", daemon=True).start()
+
+    def ended_in_order(self) -> List[int]:
+        """The indices of the ranks that have ended, first to end first (a rank whose end its
+        thread has not noted yet comes last)."""
+        with self._lock:
+            order = list(self.exit_order)
+        return order + [i for i, proc in enumerate(self.procs) if i not in order and proc.poll() is not None]
 
     def alive(self) -> List[subprocess.Popen]:
         return [p for p in self.procs if p.poll() is None]
@@ -250,7 +279,7 @@ def start_ranks(args: Namespace, ranks: Ranks, files: List[IO], resume: bool = F
         elif tails is not None:
             out = err = subprocess.PIPE
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, preexec_fn=_die_with_parent)
-        ranks.procs.append(proc)
+        ranks.add(proc)
         if tails is not None and not args.redirect_stdout_and_stderr:
             tail = restart.new_tail()
             tails.append(tail)
@@ -291,7 +320,8 @@ class Supervisor:
     def run(self) -> int:
         """Wait until every rank has exited; returns the launcher's exit status."""
         while True:
-            for index, proc in enumerate(self.ranks.procs):
+            for index in self.ranks.ended_in_order():  # the first to fail is the one to blame
+                proc = self.ranks.procs[index]
                 if self.failure is None and proc.poll() not in (None, 0):
                     self._on_rank_failed(index, proc)
             if not self.ranks.alive():
