@@ -22,7 +22,7 @@ from typing import Callable, Optional, Sequence, Tuple, Union
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import broadcast, make_parameter, to_layer, to_sbp
+from libai.layers.utils import broadcast, make_parameter, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["LayerNorm", "RMSLayerNorm", "RMSNorm"]
@@ -95,10 +95,7 @@ class LayerNorm(_TrailingNorm):
         self.bias = self._affine(nn.init.zeros_, elementwise_affine and bias, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
-            x = to_layer(x, self.layout, self.layer_idx)
-        else:
-            x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
+        x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         begin = x.ndim - len(self.normalized_shape)
         if self._fused and self.bias is not None:
             return flow._C.layer_norm_affine(
@@ -254,9 +251,7 @@ class RMSLayerNorm(_TrailingNorm):
                                        elementwise_affine, dtype)
 
     def forward(self, x: flow.Tensor) -> flow.Tensor:
-        if self.layout.local_tensors:  # no SBP to build or compare (decoding)
-            x = to_layer(x, self.layout, self.layer_idx)
-        elif not self.keep_sbp:
+        if not self.keep_sbp:
             x = to_sbp(x, self.layout, self.layer_idx, tensor_sbp=broadcast())
         dims = list(range(x.ndim - len(self.normalized_shape), x.ndim))
         # statistics in at least float32 (half-precision inputs are upcast; float64 stays)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Tuple, Union
 import oneflow as flow
 from oneflow import nn
 
-from libai.layers.utils import broadcast, make_parameter, split, to_layer, to_sbp
+from libai.layers.utils import broadcast, make_parameter, split, to_sbp
 from libai.utils.distributed import current_layout
 
 __all__ = ["Linear", "Linear1D"]
@@ -84,9 +84,7 @@ class Linear(nn.Module):
         self, x: flow.Tensor
     ) -> Union[flow.Tensor, Tuple[flow.Tensor, Optional[flow.Tensor]]]:
         layout, idx = self.layout, self.layer_idx
-        if layout.local_tensors:  # no SBP to build or compare (decoding, one token a call)
-            x = to_layer(x, layout, idx)
-        elif self.parallel == "row":
+        if self.parallel == "row":
             x = to_sbp(x, layout, idx, tensor_sbp=split(x.ndim - 1))
         else:
             x = to_sbp(x, layout, idx, tensor_sbp=broadcast())
