@@ -79,7 +79,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--iters", type=int, default=40)
     parser.add_argument("--models", default="gpt2,bert")
     parser.add_argument("--setups", default="1-eager,1-graph,2-eager,2-graph",
-                        help="process count and mode, comma-separated")
+                        help="process count and mode, comma-separated; 'NxK-mode' runs K "
+                             "independent N-process runs at once (1x2-graph: two one-process "
+                             "runs sharing the cores, no communication), the time their mean")
+    parser.add_argument("--window-start", type=int, default=9,
+                        help="the console line of the iteration that opens the steady-state "
+                             "window (default 9; data-parallel Graph steps settle by ~20)")
     parser.add_argument("--bert-setups", default="1-graph",
                         help="the setups BERT runs in (GPT-2 runs in all of --setups)")
     parser.add_argument("--engines", default="libai,LiBai,LiBai+BLAS,LiBai+env")
@@ -131,7 +136,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
     # model_final before their writer runs): the window ends one log period earlier.
     log_period = 10 if not args.quick else 1
     return Plan(size, iters, repeats, models, {"gpt2": setups, "bert": args.bert_setups.split(",")},
-                log_period, first=9, last=iters - 1 - log_period)
+                log_period, first=args.window_start if not args.quick else 9,
+                last=iters - 1 - log_period)
 
 
 def config_writer(args: argparse.Namespace, ref: str, plan: Plan,
@@ -164,31 +170,56 @@ class Results:
     failures: List[str] = field(default_factory=list)
 
 
+def parse_setup(setup: str) -> Tuple[int, int, str]:
+    """``"2-graph"`` -> (2 processes, 1 run, "graph"); ``"1x2-graph"`` -> (1, 2 runs at once, "graph")."""
+    count, mode = setup.split("-")
+    nproc, _, copies = count.partition("x")
+    return int(nproc), int(copies or 1), mode
+
+
+def run_copies(engine: Engine, config: str, nproc: int, out: str, copies: int) -> List[RunResult]:
+    """``copies`` independent runs of one command started together (each its own output
+    folder): what sharing the cores costs without any communication between them."""
+    if copies == 1:
+        return [run(engine, config, nproc, out)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    outs = [os.path.join(out, f"copy{i}") for i in range(copies)]
+    for o in outs:
+        os.makedirs(o, exist_ok=True)
+    with ThreadPoolExecutor(copies) as pool:
+        return list(pool.map(lambda o: run(engine, config, nproc, o), outs))
+
+
 def measure_steady_state(args: argparse.Namespace, plan: Plan, order: List[Engine], r: int,
                          config_for: Callable, results: Results) -> None:
     """Repeat ``r`` of every model and setup, the engines in ``order``."""
     first, last = plan.first, plan.last
     for model in plan.models:
         for setup in plan.setups_of[model]:
-            nproc, mode = int(setup.split("-")[0]), setup.split("-")[1]
+            nproc, copies, mode = parse_setup(setup)
             for engine in order:
                 out = os.path.join(args.scratch, "runs", f"{engine.name}_{model}_{setup}_{r}")
                 os.makedirs(out, exist_ok=True)
                 config = config_for(engine, model, mode == "graph", plan.iters, plan.log_period)
-                res = run(engine, config, nproc, out)
+                runs = run_copies(engine, config, nproc, out, copies)
                 key = (model, setup, engine.name)
-                if not res.ok or first not in res.stamps or last not in res.stamps:
-                    results.failures.append(f"{key}: failed\n{res.tail}")
-                    print(f"FAILED {key}\n{res.tail}", file=sys.stderr)
+                if any(not res.ok or first not in res.stamps or last not in res.stamps for res in runs):
+                    tail = "\n".join(res.tail for res in runs)
+                    results.failures.append(f"{key}: failed\n{tail}")
+                    print(f"FAILED {key}\n{tail}", file=sys.stderr)
                     continue
-                per_iter = (res.stamps[last] - res.stamps[first]) / (last - first)
+                per_iter = statistics.fmean((res.stamps[last] - res.stamps[first]) / (last - first)
+                                            for res in runs)
                 results.steady.setdefault(key, []).append(per_iter)
-                if res.overall:
-                    results.reported.setdefault(key, []).append(res.overall)
-                if res.peak_rss_mb:
-                    results.memory.setdefault(key, []).append(res.peak_rss_mb)
+                overall = [res.overall for res in runs if res.overall]
+                if overall:
+                    results.reported.setdefault(key, []).append(statistics.fmean(overall))
+                peaks = [res.peak_rss_mb for res in runs if res.peak_rss_mb]
+                if peaks:
+                    results.memory.setdefault(key, []).append(max(peaks))
                 print(f"[{time.strftime('%H:%M:%S')}] {model} {setup} {engine.name}: "
-                      f"{per_iter:.3f} s/it wall, reported {res.overall}, peak {res.peak_rss_mb} MB",
+                      f"{per_iter:.3f} s/it wall, reported {overall or None}, peak {peaks or None} MB",
                       flush=True)
 
 
@@ -238,7 +269,8 @@ def table_row(plan: Plan, model: str, setup: str, names: List[str], steady: Seri
             continue
         row.append(f"{means[n] / means['libai']:.2f}" if n in means and "libai" in means else "-")
     if "libai" in means and model == "gpt2":
-        nproc = int(setup.split("-")[0])
+        nproc, copies, _ = parse_setup(setup)
+        nproc *= copies
         gflops = gpt_step_flops(plan.size, plan.size.micro_batch * nproc) / means["libai"] / 1e9
         row += [f"{gflops:.1f}", f"{gflops / (numpy_peak * nproc):.0%}"]
     else:

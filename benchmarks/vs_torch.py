@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import REPO_ROOT, ChildFailed, Spread, format_table, read_result  # noqa: E402
+from _isa import add_isa_argument, apply_isa  # noqa: E402
 
 MODELS = ("gpt2", "bert", "llama")
 LIBAI_MODES = ("graph", "eager")
@@ -75,6 +76,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 1-layer models of width 32, sequence 16, 2 steps, one turn; "
                         "the libai side alone when HF_ENV is unset")
+    add_isa_argument(p)
     p.add_argument("--child", choices=("torch",) + LIBAI_MODES, help=argparse.SUPPRESS)
     p.add_argument("--result-file", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -351,7 +353,8 @@ def report(args: argparse.Namespace, runs: Dict[Any, List[Dict[str, Any]]]) -> s
                        for m in args.model_list)
     head = [f"training step, batch {args.batch_size} x sequence {args.seq}, fp32, AdamW; {shapes}",
             f"OMP_NUM_THREADS={args.threads} both sides; {args.repeats} turn(s) of {args.iters} "
-            f"timed steps after {args.warmup} warm-up, one fresh process per model and side", ""]
+            f"timed steps after {args.warmup} warm-up, one fresh process per model and side",
+            getattr(args, "isa_line", ""), ""]
     out = head + [format_table(["model", "side", "s/step (wall)", "s/step (CPU)", "first step s",
                                 "first timed loss"], rows)]
     if ratio_rows:
@@ -378,6 +381,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         child_main(args)
         return
     from vs_transformers_generation import hf_python
+
+    args.isa_line = apply_isa(args.isa)
 
     if not os.environ.get("HF_ENV", "").strip() and args.quick:
         torch_python = None

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import REPO_ROOT, ChildFailed, Spread, format_table, read_result  # noqa: E402
+from _isa import add_isa_argument, apply_isa  # noqa: E402
 
 SIDES = ("libai", "transformers")
 BUILD_HINT = (
@@ -85,6 +86,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--beams", type=int, default=1, help="beam search width; 1 = greedy (default: 1)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: a 2-layer model, 8 new tokens, batches 1 and 2, one turn")
+    add_isa_argument(p)
     p.add_argument("--child", choices=("make",) + SIDES, help=argparse.SUPPRESS)
     p.add_argument("--model-dir", help=argparse.SUPPRESS)
     p.add_argument("--prompts-file", help=argparse.SUPPRESS)
@@ -320,7 +322,7 @@ def report(args: argparse.Namespace, runs: Dict[Any, List[Dict[str, Any]]], made
         f"{'greedy' if args.beams == 1 else f'beam search of {args.beams}'}, prompt {args.prompt_len} tokens, {new} new tokens, key/value cache; "
         f"OMP_NUM_THREADS={args.threads} both sides; {args.repeats} turn(s), one fresh process "
         f"per measurement; libai OPENBLAS_CORETYPE={libai_run.get('blas') or '(unset)'}",
-        "tokens: identical on both sides in every turn", "",
+        "tokens: identical on both sides in every turn", getattr(args, "isa_line", ""), "",
     ]
     table = format_table(["side", "batch", "new tokens/s (wall)", "new tokens per CPU s",
                           f"forward {args.prompt_len + new} tokens, ms"], rows)
@@ -337,6 +339,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         child_main(args)
         return
     python = hf_python()
+    args.isa_line = apply_isa(args.isa)
     print(f"transformers side: {python}; {args.repeats} turn(s) at batch(es) "
           f"{', '.join(map(str, args.batch_sizes))}", flush=True)
     with tempfile.TemporaryDirectory(prefix="vs_transformers_") as workdir:
