@@ -54,8 +54,8 @@ BUILD_HINT = (
 # Command line
 # ---------------------------------------------------------------------------------------------
 def add_generation_arguments(p: argparse.ArgumentParser) -> None:
-    """The turns, batches, prompt and model sizes of a generation comparison (defaults: the
-    issue's GPT-2 run); also used by ``bound_oneflow_decode.py``."""
+    """The turns, batches, prompt, model and search of a generation comparison (defaults: the
+    issue's greedy GPT-2 run); also used by ``bound_oneflow_decode.py``."""
     p.add_argument("--repeats", type=int, default=3, help="turns; each side once per turn (default: 3)")
     p.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default: 1,8)")
     p.add_argument("--prompt-len", type=int, default=32)
@@ -64,6 +64,36 @@ def add_generation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--model", choices=("gpt2", "llama"), default="gpt2",
+                   help="gpt2, or llama (RMS norm, rotary positions, SwiGLU, grouped-query "
+                        "attention with --kv-heads key/value heads) (default: gpt2)")
+    p.add_argument("--kv-heads", type=int, default=2, help="key/value heads of --model llama (default: 2)")
+    p.add_argument("--beams", type=int, default=1, help="beam search width; 1 = greedy (default: 1)")
+
+
+def check_generation_arguments(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Parse ``--batches`` into ``args.batch_sizes`` and refuse sizes no model could have (with
+    ``p.error``); the checks of :func:`add_generation_arguments`' options."""
+    try:
+        args.batch_sizes = [int(b) for b in args.batches.split(",") if b.strip()]
+    except ValueError:
+        p.error(f"--batches must be comma-separated integers, got {args.batches!r}")
+    for name in ("repeats", "prompt_len", "new_tokens", "layers", "hidden", "heads", "vocab"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if not args.batch_sizes or min(args.batch_sizes) < 1:
+        p.error(f"--batches must list batch sizes >= 1, got {args.batches!r}")
+    if args.hidden % args.heads:
+        p.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
+    if args.model == "llama" and (args.kv_heads < 1 or args.heads % args.kv_heads):
+        p.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
+    if args.beams < 1:
+        p.error(f"--beams must be >= 1, got {args.beams}")
+
+
+def llama_intermediate_size(hidden: int) -> int:
+    """The SwiGLU width of the comparison's Llama: about 8/3 x hidden, a multiple of 8 (as Llama's)."""
+    return (8 * hidden // 3 + 7) // 8 * 8
 
 
 def shrink_for_quick(args: argparse.Namespace, batches: str = "1,2") -> None:
@@ -79,11 +109,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the prompts")
     p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of both sides (default: 1)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
-    p.add_argument("--model", choices=("gpt2", "llama"), default="gpt2",
-                   help="gpt2, or llama (RMS norm, rotary positions, SwiGLU, grouped-query "
-                        "attention with --kv-heads key/value heads) (default: gpt2)")
-    p.add_argument("--kv-heads", type=int, default=2, help="key/value heads of --model llama (default: 2)")
-    p.add_argument("--beams", type=int, default=1, help="beam search width; 1 = greedy (default: 1)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: a 2-layer model, 8 new tokens, batches 1 and 2, one turn")
     add_isa_argument(p)
@@ -95,21 +120,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         shrink_for_quick(args)
-    try:
-        args.batch_sizes = [int(b) for b in args.batches.split(",") if b.strip()]
-    except ValueError:
-        p.error(f"--batches must be comma-separated integers, got {args.batches!r}")
-    for name in ("repeats", "prompt_len", "new_tokens", "layers", "hidden", "heads", "vocab", "threads"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if not args.batch_sizes or min(args.batch_sizes) < 1:
-        p.error(f"--batches must list batch sizes >= 1, got {args.batches!r}")
-    if args.hidden % args.heads:
-        p.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
-    if args.model == "llama" and (args.kv_heads < 1 or args.heads % args.kv_heads):
-        p.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
-    if args.beams < 1:
-        p.error(f"--beams must be >= 1, got {args.beams}")
+    check_generation_arguments(p, args)
+    if args.threads < 1:
+        p.error(f"--threads must be >= 1, got {args.threads}")
     if args.positions < args.prompt_len + args.new_tokens:
         p.error(f"--positions {args.positions} < --prompt-len + --new-tokens "
                 f"({args.prompt_len + args.new_tokens}): the model could not place every token")
@@ -156,9 +169,9 @@ def _child_make(args: argparse.Namespace) -> Dict[str, Any]:
     import transformers as tf
 
     torch.manual_seed(args.seed)
-    if args.model == "llama":  # SwiGLU width about 8/3 x hidden, as Llama's
+    if args.model == "llama":
         config = tf.LlamaConfig(vocab_size=args.vocab, hidden_size=args.hidden,
-                                intermediate_size=(8 * args.hidden // 3 + 7) // 8 * 8,
+                                intermediate_size=llama_intermediate_size(args.hidden),
                                 num_hidden_layers=args.layers, num_attention_heads=args.heads,
                                 num_key_value_heads=args.kv_heads, max_position_embeddings=args.positions,
                                 tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,

@@ -1,6 +1,7 @@
 """benchmarks/bound_oneflow_step.py, bound_ops.py and bound_oneflow_decode.py run end to end at tiny sizes
 (``--quick``, no torch): the plain OneFlow GPT-2 trains in both op formulations to the same
-loss, every op of the per-op table is timed, and the plain decoder gives libai's tokens."""
+loss, every op of the per-op table is timed, and the plain decoder gives libai's tokens (GPT-2
+greedy and by beam search, Llama with grouped-query attention greedy)."""
 import os
 import re
 import subprocess
@@ -44,9 +45,17 @@ def test_per_op_table_times_every_op_on_oneflow_without_hf_env():
         assert row and float(row.group(1)) >= 0, (name, out)
 
 
-def test_plain_decoder_generates_libais_tokens():
-    out = _run("bound_oneflow_decode.py", "--quick")
+@pytest.mark.parametrize("options", [
+    (),
+    ("--model", "llama", "--kv-heads", "2"),  # 4 heads at --quick: groups of 2 query heads
+    ("--beams", "3"),
+], ids=["gpt2-greedy", "llama-gqa-greedy", "gpt2-beams3"])
+def test_plain_decoder_generates_libais_tokens(options):
+    out = _run("bound_oneflow_decode.py", "--quick", *options)
     row = re.search(r"^1\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)$", out, re.M)
     assert row, out
     assert all(float(v) > 0 for v in row.groups()[:6])
     assert row.group(7) == "same"  # the plain program decodes exactly the tokens libai does
+    family = "Llama (2 key/value heads)" if "llama" in options else "GPT-2"
+    search = "beam search of 3" if "--beams" in options else "greedy"
+    assert out.count(f"{family} 2 layers") == 1 and f"; {search}, prompt 8" in out, out
