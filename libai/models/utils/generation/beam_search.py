@@ -9,25 +9,35 @@ best running score (normalised at the current length, ``early_stopping=False``) 
 its worst finished one; ``early_stopping=True`` stops an item as soon as ``num_beams``
 hypotheses finished; ``"never"`` normalises the running score at the maximum length.
 
-Everything here works on local tensors ``[batch, beams, ...]``; the model and its cache are
-the caller's (:meth:`BeamSearch.step` returns which flat beam each new beam continues, to
-reorder the cache).
+The model and its cache are the caller's (:meth:`BeamSearch.step` returns which flat beam each
+new beam continues, to reorder the cache). Only the choice among the ``beams x vocab``
+continuations runs on the model's device; the bookkeeping after it (a few ``[batch, 2 * beams]``
+arrays per token) runs in NumPy on the host. Done as tensor ops it took some forty small
+OneFlow calls per token, 5-9 ms of CPU on the CPU (about a third of a beam-3 decoding step of a
+6-layer GPT-2 at hidden 512), while every step already waits for its scores (``is_done`` reads
+them), so the host copy of ``2 * beams`` scores and indices per item costs nothing extra. The
+arithmetic is the same in float32 and ``topk``'s order among equal scores (lower index first)
+is kept, so the tokens are those the tensor version chose.
 """
 from typing import Sequence, Tuple, Union
 
+import numpy as np
 import oneflow as flow
 
 __all__ = ["BeamSearch"]
 
-_NEG = -1.0e9
+_NEG = np.float32(-1.0e9)
 
 
-def _gather_beams(tensor: flow.Tensor, index: flow.Tensor) -> flow.Tensor:
-    """``tensor[b, index[b, j], ...]`` for ``tensor`` ``[batch, beams, ...]``."""
-    while index.ndim < tensor.ndim:
-        index = index.unsqueeze(-1)
-    index = index.expand(*index.shape[:2], *tensor.shape[2:])
-    return flow.gather(tensor, 1, index)
+def _gather_beams(array: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``array[b, index[b, j], ...]`` for ``array`` ``[batch, beams, ...]``."""
+    return array[np.arange(array.shape[0])[:, None], index]
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest per row, largest first, lower index first among equals
+    (OneFlow's ``topk`` order)."""
+    return np.argsort(-scores, axis=-1, kind="stable")[:, :k]
 
 
 class BeamSearch:
@@ -57,28 +67,28 @@ class BeamSearch:
         rows, prompt_len = prompts.shape
         self.batch, self.num_beams = rows // num_beams, num_beams
         self.prompt_len, self.cur_len, self.max_length = prompt_len, prompt_len, max_length
-        self.eos = list(eos_token_ids)
+        self.eos = np.asarray(list(eos_token_ids), dtype=np.int64)
         self.length_penalty, self.early_stopping = float(length_penalty), early_stopping
         self.keep = max(2, 1 + len(self.eos)) * num_beams
-        device = prompts.device
+        self.device = prompts.device
         b, k = self.batch, num_beams
-        running = flow.full((b, k, max_length), fill_token_id, dtype=flow.int64, device=device)
-        running[:, :, :prompt_len] = prompts.view(b, k, prompt_len)
-        self.running = running
-        self.running_scores = flow.zeros(b, k, dtype=flow.float32, device=device)
+        self.running = np.full((b, k, max_length), fill_token_id, dtype=np.int64)
+        self.running[:, :, :prompt_len] = prompts.numpy().reshape(b, k, prompt_len)
+        self.running_scores = np.zeros((b, k), dtype=np.float32)
         self.running_scores[:, 1:] = _NEG  # identical beams at first: only beam 0 may expand
-        self.sequences = running.clone()
-        self.scores = flow.full((b, k), _NEG, dtype=flow.float32, device=device)
-        self.lengths = flow.zeros(b, k, dtype=flow.int64, device=device)
-        self.finished = flow.zeros(b, k, dtype=flow.bool, device=device)
-        self.improvable = flow.ones(b, 1, dtype=flow.bool, device=device)
+        self.sequences = self.running.copy()
+        self.scores = np.full((b, k), _NEG, dtype=np.float32)
+        self.lengths = np.zeros((b, k), dtype=np.int64)
+        self.finished = np.zeros((b, k), dtype=bool)
+        self.improvable = np.ones((b, 1), dtype=bool)
         self.all_hit = False
-        self._top = flow.arange(self.keep, device=device) < k
+        self._top = np.arange(self.keep) < k
 
     # ----------------------------------------------------------------------------- state
     def running_tokens(self) -> flow.Tensor:
         """``[batch * beams, cur_len]``: the running hypotheses (the next model input)."""
-        return self.running[:, :, : self.cur_len].reshape(self.batch * self.num_beams, self.cur_len)
+        tokens = self.running[:, :, : self.cur_len].reshape(self.batch * self.num_beams, self.cur_len)
+        return flow.tensor(tokens, dtype=flow.int64, device=self.device)
 
     def is_done(self) -> bool:
         """Whether no item can still improve (or every continuation just ended)."""
@@ -92,21 +102,21 @@ class BeamSearch:
         """Advance one token from processed ``log_probs`` ``[batch * beams, vocab]``.
 
         Returns the flat index ``[batch * beams]`` of the beam each new running beam extends
-        (reorder the key/value cache with it).
+        (reorder the key/value cache with it), on ``log_probs``' device.
         """
         b, k = self.batch, self.num_beams
         vocab = log_probs.shape[-1]
-        total = (log_probs.view(b, k, vocab) + self.running_scores.unsqueeze(-1)).view(b, k * vocab)
+        beam_scores = flow.tensor(self.running_scores, device=log_probs.device)
+        total = (log_probs.view(b, k, vocab) + beam_scores.unsqueeze(-1)).view(b, k * vocab)
         top_scores, top_index = self._choose(total, sample, generator)
-        source_beam = top_index // vocab
-        tokens = top_index % vocab
+        source_beam, tokens = top_index // vocab, top_index % vocab
         candidates = _gather_beams(self.running, source_beam)
         candidates[:, :, self.cur_len] = tokens
         hits = self._ends(tokens)
 
         # the best candidates that did not end keep running
-        alive_scores = top_scores + hits.to(flow.float32) * _NEG
-        pick = flow.topk(alive_scores, k, dim=-1)[1]
+        alive_scores = top_scores + hits.astype(np.float32) * _NEG
+        pick = _top(alive_scores, k)
         self.running = _gather_beams(candidates, pick)
         self.running_scores = _gather_beams(alive_scores, pick)
         parent = _gather_beams(source_beam, pick)
@@ -115,57 +125,51 @@ class BeamSearch:
         self.cur_len += 1
         self._update_improvable()
         self.all_hit = bool(hits.all())
-        offsets = flow.arange(b, device=parent.device).view(b, 1) * k
-        return (parent + offsets).view(b * k)
+        flat = (parent + np.arange(b)[:, None] * k).reshape(b * k)
+        return flow.tensor(flat, dtype=flow.int64, device=log_probs.device)
 
-    def _choose(self, total: flow.Tensor, sample: bool, generator) -> Tuple[flow.Tensor, flow.Tensor]:
+    def _choose(self, total: flow.Tensor, sample: bool, generator) -> Tuple[np.ndarray, np.ndarray]:
+        """The ``keep`` best (or sampled) continuations per item, as host arrays."""
         if not sample:
-            return flow.topk(total, self.keep, dim=-1)
-        probs = flow.softmax(total, dim=-1)
-        index = flow.multinomial(probs, self.keep, replacement=False, generator=generator)
-        scores = flow.gather(total, 1, index)
-        scores, order = flow.sort(scores, dim=-1, descending=True)
-        return scores, flow.gather(index, 1, order.to(flow.int64))
+            scores, index = flow.topk(total, self.keep, dim=-1)
+        else:
+            probs = flow.softmax(total, dim=-1)
+            index = flow.multinomial(probs, self.keep, replacement=False, generator=generator)
+            scores = flow.gather(total, 1, index)
+            scores, order = flow.sort(scores, dim=-1, descending=True)
+            index = flow.gather(index, 1, order.to(flow.int64))
+        return scores.numpy().astype(np.float32, copy=False), index.numpy().astype(np.int64, copy=False)
 
-    def _ends(self, tokens: flow.Tensor) -> flow.Tensor:
-        hits = flow.zeros_like(tokens).to(flow.bool)
-        for eos in self.eos:
-            hits = flow.logical_or(hits, tokens == eos)
+    def _ends(self, tokens: np.ndarray) -> np.ndarray:
         if self.cur_len + 1 >= self.max_length:
-            hits = flow.ones_like(hits)
-        return hits
+            return np.ones(tokens.shape, dtype=bool)
+        return np.isin(tokens, self.eos)
 
-    def _collect_finished(self, candidates, top_scores, hits) -> None:
+    def _collect_finished(self, candidates: np.ndarray, top_scores: np.ndarray, hits: np.ndarray) -> None:
         generated = self.cur_len + 1 - self.prompt_len
-        just_finished = flow.logical_and(hits, self._top.unsqueeze(0))
-        scores = top_scores / (generated ** self.length_penalty)
-        closed = flow.logical_and(
-            self.finished.all(dim=-1, keepdim=True),
-            flow.tensor(self.early_stopping is True, device=hits.device),
-        )
-        blocked = flow.logical_or(closed, flow.logical_not(self.improvable))
-        blocked = flow.logical_or(blocked, flow.logical_not(just_finished))
-        scores = scores + blocked.to(flow.float32) * _NEG
-        merged_scores = flow.cat([self.scores, scores], dim=1)
-        pick = flow.topk(merged_scores, self.num_beams, dim=-1)[1]
-        self.sequences = _gather_beams(flow.cat([self.sequences, candidates], dim=1), pick)
+        just_finished = np.logical_and(hits, self._top[None, :])
+        scores = top_scores / np.float32(generated ** self.length_penalty)
+        closed = np.logical_and(self.finished.all(axis=-1, keepdims=True), self.early_stopping is True)
+        blocked = closed | ~self.improvable | ~just_finished
+        scores = scores + blocked.astype(np.float32) * _NEG
+        merged_scores = np.concatenate([self.scores, scores], axis=1)
+        pick = _top(merged_scores, self.num_beams)
+        self.sequences = _gather_beams(np.concatenate([self.sequences, candidates], axis=1), pick)
         self.scores = _gather_beams(merged_scores, pick)
-        self.finished = _gather_beams(flow.cat([self.finished, just_finished], dim=1), pick)
-        new_lengths = flow.full(hits.shape, generated, dtype=flow.int64, device=hits.device)
-        self.lengths = _gather_beams(flow.cat([self.lengths, new_lengths], dim=1), pick)
+        self.finished = _gather_beams(np.concatenate([self.finished, just_finished], axis=1), pick)
+        new_lengths = np.full(hits.shape, generated, dtype=np.int64)
+        self.lengths = _gather_beams(np.concatenate([self.lengths, new_lengths], axis=1), pick)
 
     def _update_improvable(self) -> None:
         if self.early_stopping == "never" and self.length_penalty > 0.0:
             best_length = self.max_length - self.prompt_len
         else:
             best_length = self.cur_len - self.prompt_len
-        best_running = self.running_scores[:, :1] / (best_length ** self.length_penalty)
-        worst = self.scores.min(dim=1, keepdim=True)
-        worst = worst[0] if isinstance(worst, tuple) else worst
-        worst_finished = flow.where(self.finished, worst.expand(*self.finished.shape),
-                                    flow.full_like(self.scores, _NEG))
-        better = (best_running > worst_finished).any(dim=-1, keepdim=True)
-        self.improvable = flow.logical_and(self.improvable, better)
+        best_running = self.running_scores[:, :1] / np.float32(best_length ** self.length_penalty)
+        worst = self.scores.min(axis=1, keepdims=True)
+        worst_finished = np.where(self.finished, worst, _NEG)
+        better = (best_running > worst_finished).any(axis=-1, keepdims=True)
+        self.improvable = np.logical_and(self.improvable, better)
 
     # ----------------------------------------------------------------------------- result
     def result(self, num_return_sequences: int = 1) -> flow.Tensor:
@@ -173,5 +177,5 @@ class BeamSearch:
         ``[batch * n, prompt_len + longest]`` (shorter ones end in the fill token)."""
         n = num_return_sequences
         sequences = self.sequences[:, :n].reshape(self.batch * n, self.max_length)
-        longest = int(self.lengths[:, :n].max().item())
-        return sequences[:, : self.prompt_len + longest]
+        longest = int(self.lengths[:, :n].max())
+        return flow.tensor(sequences[:, : self.prompt_len + longest], dtype=flow.int64, device=self.device)
