@@ -213,8 +213,13 @@ class MultiheadAttention(nn.Module):
         """
         query, key, value = self._project(hidden_states, encoder_states, past_key_value)
         present = (key, value) if use_cache else None
-        key, value = self._repeat_kv(key), self._repeat_kv(value)
-        scores = flow.matmul(query, key, transpose_b=True) * self.score_factor
+        grouped = self._grouped_products(key)
+        if grouped:
+            scores = self._in_groups(query, key, lambda q, k: flow.matmul(q, k, transpose_b=True))
+        else:
+            key, value = self._repeat_kv(key), self._repeat_kv(value)
+            scores = flow.matmul(query, key, transpose_b=True)
+        scores = scores * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
         position_bias = self._place_bias(position_bias)
         if mask is not None and attention_mask is None and not self.scale_mask_softmax_fusion:
@@ -230,7 +235,10 @@ class MultiheadAttention(nn.Module):
             mask = split_like(mask, scores)
         probs = self._masked_softmax(scores, mask, position_bias)
         probs = active_dropout(self.attention_dropout, probs)
-        context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
+        if grouped:
+            context = self._in_groups(probs, value, flow.matmul)
+        else:
+            context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
         context = context.permute(0, 2, 1, 3).reshape(batch, q_len, self.inner_size)
         output = self._output(context)
@@ -279,6 +287,25 @@ class MultiheadAttention(nn.Module):
         if parts == 1:
             return (per_head,)
         return tuple(flow.chunk(per_head, parts, dim=-1))
+
+    def _grouped_products(self, key: flow.Tensor) -> bool:
+        """Whether to multiply each key/value head by its whole group of query heads at once
+        instead of repeating it per query head: with grouped-query attention on local tensors
+        (decoding). Repeating copies every cached key and value ``heads / kv_heads`` times at
+        each decoded token (Llama with 8 heads sharing 2, batch 8 beams 3: 24 rows of the whole
+        cache per layer); one product per key/value head reads the cache once. Global tensors
+        (training, tensor parallel) keep the repeat: a reshape across the split head dim would
+        need boxing."""
+        return self.num_heads != self.kv_heads and not key.is_global
+
+    def _in_groups(self, per_head: flow.Tensor, shared: flow.Tensor, product) -> flow.Tensor:
+        """``product`` of ``per_head`` ``[b, heads, q, n]`` with ``shared`` ``[b, kv_heads, ...]``,
+        the ``heads / kv_heads`` consecutive heads of a group stacked as the rows of one product
+        (the same dot products as with the key/value heads repeated); ``[b, heads, q, m]``."""
+        batch, heads, q_len = per_head.shape[0], per_head.shape[1], per_head.shape[2]
+        stacked = per_head.reshape(batch, self.kv_heads, (heads // self.kv_heads) * q_len, per_head.shape[3])
+        out = product(stacked, shared)
+        return out.view(batch, heads, q_len, out.shape[-1])
 
     def _repeat_kv(self, x: flow.Tensor) -> flow.Tensor:
         """``[b, kv_heads, s, d]`` -> ``[b, heads, s, d]``: each key/value head repeated for its

@@ -142,6 +142,35 @@ def test_gqa_equals_mha_with_repeated_key_value_weights(local_layout):
     np.testing.assert_allclose(gqa(x).numpy(), mha(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_gqa_on_local_tensors_multiplies_each_key_value_head_by_its_group(local_layout, monkeypatch):
+    """Decoding runs on local tensors: there the query heads of a group are stacked as the rows
+    of one product with their shared key/value head (no repeated copy of the cache); prompt
+    and cached steps must give what the repeated heads give (the numpy reference)."""
+    from libai.layers import attention as attention_module
+    from libai.layers.utils import local_tensors
+
+    attn = MultiheadAttention(H, HEADS, num_key_value_heads=2, bias=False, attn_mask_type="causal")
+    grouped = []
+    original = attention_module.MultiheadAttention._in_groups
+    monkeypatch.setattr(attention_module.MultiheadAttention, "_in_groups",
+                        lambda self, a, b, f: grouped.append(tuple(a.shape)) or original(self, a, b, f))
+    x = _x(2, 5, H)
+    q = (x @ attn.query.weight.numpy().T).reshape(2, 5, HEADS, D).transpose(0, 2, 1, 3)
+    k, v = _split_kv(attn, x, 2)
+    k, v = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    ctx = _attend(q, k, v, 1 / np.sqrt(D), causal=True).transpose(0, 2, 1, 3).reshape(2, 5, H)
+    expected = ctx @ attn.dense.weight.numpy().T
+    with local_tensors(attn):
+        prompt, cache = attn(flow.tensor(x[:, :4]), use_cache=True)
+        step, _ = attn(flow.tensor(x[:, 4:]), past_key_value=cache, use_cache=True)
+    assert grouped == [(2, HEADS, 4, D), (2, HEADS, 4, 4), (2, HEADS, 1, D), (2, HEADS, 1, 5)]
+    np.testing.assert_allclose(np.concatenate([prompt.numpy(), step.numpy()], 1), expected,
+                               rtol=1e-4, atol=1e-5)
+    grouped.clear()
+    attn(flow.tensor(x))  # global tensors (training, tensor parallel) repeat the heads instead
+    assert grouped == []
+
+
 def test_gqa_refuses_a_count_that_does_not_divide_heads(local_layout):
     with pytest.raises(ValueError, match="must divide num_attention_heads=4"):
         MultiheadAttention(H, HEADS, num_key_value_heads=3)
