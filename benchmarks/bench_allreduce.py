@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import ChildFailed, Spread, format_table  # noqa: E402
+from _common import ChildFailed, benchmark_main, format_table  # noqa: E402
 
 SCRIPT = os.path.abspath(__file__)
 
@@ -132,17 +132,15 @@ def report(args: argparse.Namespace, result: Dict[str, Any]) -> str:
     return "\n".join(head + [table])
 
 
+def run_in_scratch(args: argparse.Namespace) -> Dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench_allreduce_") as result_dir:
+        return run_launch(args, result_dir)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
-    if args.child:
-        child_main(args)
-        return
-    with tempfile.TemporaryDirectory(prefix="bench_allreduce_") as result_dir:
-        try:
-            result = run_launch(args, result_dir)
-        except ChildFailed as e:
-            raise SystemExit(f"bench_allreduce: {e}")
-    print(report(args, result))
+    benchmark_main("bench_allreduce", args, child_main,
+                   "bench_allreduce: two ranks of one thread, all-reduce only", run_in_scratch, report)
 
 
 if __name__ == "__main__":
