@@ -21,7 +21,7 @@ import os
 from typing import Dict
 
 ISA_CHOICES = ("native", "avx2")
-_AVX512 = frozenset(f for f in ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"))
+_AVX512 = frozenset(("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"))
 
 
 def _libai_blas_module():

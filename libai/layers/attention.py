@@ -215,7 +215,7 @@ class MultiheadAttention(nn.Module):
         present = (key, value) if use_cache else None
         grouped = self._grouped_products(key)
         if grouped:
-            scores = self._in_groups(query, key, lambda q, k: flow.matmul(q, k, transpose_b=True))
+            scores = self._in_groups(query, key, transpose_shared=True)
         else:
             key, value = self._repeat_kv(key), self._repeat_kv(value)
             scores = flow.matmul(query, key, transpose_b=True)
@@ -236,7 +236,7 @@ class MultiheadAttention(nn.Module):
         probs = self._masked_softmax(scores, mask, position_bias)
         probs = active_dropout(self.attention_dropout, probs)
         if grouped:
-            context = self._in_groups(probs, value, flow.matmul)
+            context = self._in_groups(probs, value)
         else:
             context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
@@ -298,13 +298,14 @@ class MultiheadAttention(nn.Module):
         need boxing."""
         return self.num_heads != self.kv_heads and not key.is_global
 
-    def _in_groups(self, per_head: flow.Tensor, shared: flow.Tensor, product) -> flow.Tensor:
-        """``product`` of ``per_head`` ``[b, heads, q, n]`` with ``shared`` ``[b, kv_heads, ...]``,
+    def _in_groups(self, per_head: flow.Tensor, shared: flow.Tensor,
+                   transpose_shared: bool = False) -> flow.Tensor:
+        """The product of ``per_head`` ``[b, heads, q, n]`` with ``shared`` ``[b, kv_heads, ...]``,
         the ``heads / kv_heads`` consecutive heads of a group stacked as the rows of one product
         (the same dot products as with the key/value heads repeated); ``[b, heads, q, m]``."""
         batch, heads, q_len = per_head.shape[0], per_head.shape[1], per_head.shape[2]
         stacked = per_head.reshape(batch, self.kv_heads, (heads // self.kv_heads) * q_len, per_head.shape[3])
-        out = product(stacked, shared)
+        out = flow.matmul(stacked, shared, transpose_b=transpose_shared)
         return out.view(batch, heads, q_len, out.shape[-1])
 
     def _repeat_kv(self, x: flow.Tensor) -> flow.Tensor:

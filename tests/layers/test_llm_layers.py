@@ -153,7 +153,7 @@ def test_gqa_on_local_tensors_multiplies_each_key_value_head_by_its_group(local_
     grouped = []
     original = attention_module.MultiheadAttention._in_groups
     monkeypatch.setattr(attention_module.MultiheadAttention, "_in_groups",
-                        lambda self, a, b, f: grouped.append(tuple(a.shape)) or original(self, a, b, f))
+                        lambda self, a, b, **kw: grouped.append(tuple(a.shape)) or original(self, a, b, **kw))
     x = _x(2, 5, H)
     q = (x @ attn.query.weight.numpy().T).reshape(2, 5, HEADS, D).transpose(0, 2, 1, 3)
     k, v = _split_kv(attn, x, 2)

@@ -12,14 +12,12 @@ hypotheses finished; ``"never"`` normalises the running score at the maximum len
 The model and its cache are the caller's (:meth:`BeamSearch.step` returns which flat beam each
 new beam continues, to reorder the cache). Only the choice among the ``beams x vocab``
 continuations runs on the model's device; the bookkeeping after it (a few ``[batch, 2 * beams]``
-arrays per token) runs in NumPy on the host. As tensor ops it took some forty small OneFlow
-calls per token; on the CPU a whole step of the search (top-k included) went from 1.4-1.6 to
-0.8-1.0 ms at batch 1 and from 3.9-4.4 to 2.7-3.0 ms at batch 8 with 3 beams over 8,192 tokens,
-and a GPT-2 beam-3 generation at batch 8 from 0.90 to 1.00 of the plain OneFlow loop's speed.
-Every step already waited for its scores (``is_done`` read them), so copying ``2 * beams``
-scores and indices per item to the host adds no wait, on a GPU either. The
-arithmetic is the same in float32 and ``topk``'s order among equal scores (lower index first)
-is kept, so the tokens are those the tensor version chose.
+arrays per token) runs in NumPy on the host, because as tensor ops it was some forty small
+device calls per token, 30-40% of the search step's CPU time on the CPU
+(benchmarks/results/2026-11-29-bounds-and-isa.md). Every step waits for its scores anyway
+(``is_done`` reads them), so the host copy adds no wait, on a GPU either. The arithmetic is the
+same in float32 and ``topk``'s order among equal scores (lower index first) is kept, so the
+tokens are those device-side bookkeeping would choose.
 """
 from typing import Sequence, Tuple, Union
 
