@@ -74,17 +74,40 @@ class _Plain:
 
     def attend(self, q: Any, k: Any, v: Any, training: bool, bias: Any = None,
                keep: Any = None) -> Any:
-        """softmax(q k^T / sqrt(d) + bias, masked where not ``keep``) v -> ``[b, t, heads * d]``."""
+        """softmax(q k^T / sqrt(d) + bias, masked where not ``keep``) v -> ``[b, t, heads * d]``.
+
+        ``k`` and ``v`` may have fewer heads than ``q`` (grouped-query attention): with
+        ``ops="libai"`` each key/value head multiplies its group of query heads stacked as the
+        rows of one product (libai's formulation), with ``ops="oneflow"`` it is repeated for
+        each query head of its group first (the usual way)."""
         flow = self.flow
-        scores = flow.matmul(q, k, transpose_b=True) * self.head_size ** -0.5
+        heads, kv = q.shape[1], k.shape[1]
+        if kv != heads and self.ops.ops == "libai":
+            def product(a, shared, transpose_b=False):
+                b, n, t = a.shape[0], a.shape[1], a.shape[2]
+                out = flow.matmul(a.reshape(b, kv, (n // kv) * t, a.shape[3]), shared,
+                                  transpose_b=transpose_b)
+                return out.view(b, n, t, out.shape[-1])
+        else:
+            k, v = self._repeat(k, heads), self._repeat(v, heads)
+            product = flow.matmul
+        scores = product(q, k, transpose_b=True) * self.head_size ** -0.5
         if bias is not None:
             scores = scores + bias
         if keep is not None:
             scores = scores.masked_fill(flow.logical_not(keep), -10000.0)
         probs = self.drop(flow.softmax(scores, dim=-1), training)
-        ctx = flow.matmul(probs, v)
+        ctx = product(probs, v)
         b, t = ctx.shape[0], ctx.shape[2]
         return ctx.permute(0, 2, 1, 3).reshape(b, t, -1)
+
+    @staticmethod
+    def _repeat(x: Any, heads: int) -> Any:
+        """``[b, kv, t, d]`` -> ``[b, heads, t, d]``, each head repeated for its group."""
+        b, kv, t, size = x.shape
+        if kv == heads:
+            return x
+        return x.unsqueeze(2).expand(b, kv, heads // kv, t, size).reshape(b, heads, t, size)
 
     def causal_bias(self, seq: int) -> Any:
         flow = self.flow
@@ -198,7 +221,7 @@ def build_plain_bert(flow: Any, s: Dict[str, Any], seq: int, ops: str) -> Any:
 def build_plain_llama(flow: Any, s: Dict[str, Any], seq: int, ops: str) -> Any:
     """Llama (RMS norm eps 1e-6, no biases, no dropout at these shapes): embeddings; pre-norm
     blocks of grouped-query causal attention (query and key rotated by rotary embeddings in the
-    rotate-half layout, base 10000; each key/value head repeated for its group of query heads)
+    rotate-half layout, base 10000; grouped as :meth:`_Plain.attend` says)
     and a SwiGLU MLP ``down(silu(gate x) * up x)``; final RMS norm, untied LM head, cross
     entropy at every position."""
     p = _Plain(flow, PlainOps(flow, ops), s)
@@ -212,16 +235,12 @@ def build_plain_llama(flow: Any, s: Dict[str, Any], seq: int, ops: str) -> Any:
         half = x.shape[-1] // 2
         return x * cos + flow.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
 
-    def repeat_kv(x):
-        b, n, t, size = x.shape
-        return x.unsqueeze(2).expand(b, n, heads // kv, t, size).reshape(b, heads, t, size)
-
     def block_forward(m, x, causal, cos, sin):
         a = o.rms_norm(x, m.ln1_w, eps)
         q = p.heads(p.F.linear(a, m.q_w), heads, 1)[0]
         k, v = p.heads(p.F.linear(a, m.kv_w), kv, 2)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        x = x + p.F.linear(p.attend(q, repeat_kv(k), repeat_kv(v), m.training, bias=causal), m.out_w)
+        x = x + p.F.linear(p.attend(q, k, v, m.training, bias=causal), m.out_w)
         a = o.rms_norm(x, m.ln2_w, eps)
         return x + p.F.linear(p.F.silu(p.F.linear(a, m.gate_w)) * p.F.linear(a, m.up_w), m.down_w)
 

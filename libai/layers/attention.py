@@ -51,7 +51,7 @@ from libai.layers.layer_norm import RMSLayerNorm
 from libai.layers.linear import Linear
 from libai.layers.rotary import RotaryEmbedding
 from libai.layers.utils import (
-    active_dropout, arange, broadcast, output_dropout, split, split_like, to_sbp,
+    OneProcessLocal, active_dropout, arange, broadcast, output_dropout, split, split_like, to_sbp,
 )
 from libai.utils.distributed import current_layout
 
@@ -211,24 +211,32 @@ class MultiheadAttention(nn.Module):
         ``(output, (key, value))``. ``position_bias`` ``[1|batch, heads, q_len, k_len]`` is
         added to the scaled scores (see the module docstring for its layout under TP).
         """
-        query, key, value = self._project(hidden_states, encoder_states, past_key_value)
-        present = (key, value) if use_cache else None
-        grouped = self._grouped_products(key)
+        # in one process the heads are worked on as local tensors (views, not copies; see
+        # OneProcessLocal) and go back to global ones with the SBP the global path gives them
+        query, key, value, local, rows_sbp = self._project(
+            hidden_states, encoder_states, past_key_value
+        )
+        present = None
+        if use_cache:
+            heads_sbp = _heads_sbp(rows_sbp)
+            present = (local.leave(key, heads_sbp), local.leave(value, heads_sbp))
+        grouped = self._grouped_products()
         if grouped:
             scores = self._in_groups(query, key, transpose_shared=True)
         else:
-            key, value = self._repeat_kv(key), self._repeat_kv(value)
             scores = flow.matmul(query, key, transpose_b=True)
         scores = scores * self.score_factor
         mask = self._build_mask(attention_mask, query.shape[2], key.shape[2])
-        position_bias = self._place_bias(position_bias)
+        position_bias = local.enter(self._place_bias(position_bias))
         if mask is not None and attention_mask is None and not self.scale_mask_softmax_fusion:
             # the layer's own causal mask alone: added as a [1, 1, q, k] bias of 0 and -inf, a
             # broadcast add that keeps the scores' split (masked_fill would need the mask
             # expanded to the scores' shape, then a select forward and backward)
-            causal_bias = _causal_bias(mask, scores.dtype)
+            causal_bias = local.enter(_causal_bias(mask, scores.dtype))
             position_bias = causal_bias if position_bias is None else position_bias + causal_bias
             mask = None
+        elif mask is not None and local.active:
+            mask = local.enter(mask)
         elif mask is not None:
             # split over batch and heads like the scores: a replicated [1, 1, q, k] causal mask
             # would make OneFlow replicate the softmax and everything after it (see split_like)
@@ -241,6 +249,7 @@ class MultiheadAttention(nn.Module):
             context = flow.matmul(probs, value)  # [b, heads, q_len, head_size]
         batch, q_len = context.shape[0], context.shape[2]
         context = context.permute(0, 2, 1, 3).reshape(batch, q_len, self.inner_size)
+        context = local.leave(context, rows_sbp)
         output = self._output(context)
         return (output, present) if use_cache else output
 
@@ -249,35 +258,44 @@ class MultiheadAttention(nn.Module):
         hidden_states: flow.Tensor,
         encoder_states: Optional[flow.Tensor],
         past_key_value: Optional[Tuple[flow.Tensor, flow.Tensor]],
-    ) -> Tuple[flow.Tensor, flow.Tensor, flow.Tensor]:
-        """q, k, v as ``[batch, heads, len, head_size]`` (heads split over tensor parallel)."""
+    ) -> Tuple[flow.Tensor, flow.Tensor, flow.Tensor, OneProcessLocal, Any]:
+        """q, k, v as ``[batch, heads, len, head_size]`` (heads split over tensor parallel), the
+        one-process local stretch they are in (see :class:`~libai.layers.utils.OneProcessLocal`)
+        and the SBP of the projections' rows ``[batch, len, features]``."""
         if self.is_cross_attention:
-            query = self._heads(self.query(hidden_states), 1, self.num_heads)[0]
+            rows = self.query(hidden_states)
+            local = OneProcessLocal(self.layout, rows)
+            query = self._heads(local.enter(rows), 1, self.num_heads)[0]
             if past_key_value is not None:
-                key, value = past_key_value
+                key, value = (local.enter(self._to_here(t)) for t in past_key_value)
             else:
                 if encoder_states is None:
                     raise ValueError(
                         "cross attention needs encoder_states (the encoder output), or a cached "
                         "past_key_value from an earlier call"
                     )
-                key, value = self._heads(self.key_value(encoder_states), 2, self.kv_heads)
-            return query, key, value
+                fused = local.enter(self.key_value(encoder_states))
+                key, value = self._heads(fused, 2, self.kv_heads)
+            return query, key, value, local, _sbp_of(rows)
         if self.separate_query:
-            query = self._heads(self.query(hidden_states), 1, self.num_heads)[0]
-            key, value = self._heads(self.key_value(hidden_states), 2, self.kv_heads)
+            rows = self.query(hidden_states)
+            local = OneProcessLocal(self.layout, rows)
+            query = self._heads(local.enter(rows), 1, self.num_heads)[0]
+            key, value = self._heads(local.enter(self.key_value(hidden_states)), 2, self.kv_heads)
         else:
-            query, key, value = self._heads(self.query_key_value(hidden_states), 3, self.num_heads)
+            rows = self.query_key_value(hidden_states)
+            local = OneProcessLocal(self.layout, rows)
+            query, key, value = self._heads(local.enter(rows), 3, self.num_heads)
         if self.qk_norm:
             query, key = self.query_norm(query), self.key_norm(key)
         if self.rotary_embedding is not None:
             offset = 0 if past_key_value is None else int(past_key_value[0].shape[2])
             query, key = self.rotary_embedding(query, key, position_offset=offset)
         if past_key_value is not None:
-            past_key, past_value = past_key_value
-            key = flow.cat([self._to_here(past_key), key], dim=2)
-            value = flow.cat([self._to_here(past_value), value], dim=2)
-        return query, key, value
+            past_key, past_value = (local.enter(self._to_here(t)) for t in past_key_value)
+            key = flow.cat([past_key, key], dim=2)
+            value = flow.cat([past_value, value], dim=2)
+        return query, key, value, local, _sbp_of(rows)
 
     def _heads(self, fused: flow.Tensor, parts: int, heads: int) -> Tuple[flow.Tensor, ...]:
         """``[b, s, heads*parts*d]`` laid out per head -> ``parts`` tensors ``[b, heads, s, d]``."""
@@ -288,15 +306,18 @@ class MultiheadAttention(nn.Module):
             return (per_head,)
         return tuple(flow.chunk(per_head, parts, dim=-1))
 
-    def _grouped_products(self, key: flow.Tensor) -> bool:
+    def _grouped_products(self) -> bool:
         """Whether to multiply each key/value head by its whole group of query heads at once
-        instead of repeating it per query head: with grouped-query attention on local tensors
-        (decoding). Repeating copies every cached key and value ``heads / kv_heads`` times at
-        each decoded token (Llama with 8 heads sharing 2, batch 8 beams 3: 24 rows of the whole
-        cache per layer); one product per key/value head reads the cache once. Global tensors
-        (training, tensor parallel) keep the repeat: a reshape across the split head dim would
-        need boxing."""
-        return self.num_heads != self.kv_heads and not key.is_global
+        instead of repeating it per query head: with every grouped-query attention.
+
+        Repeating copies every key and value ``heads / kv_heads`` times, forward, and sums the
+        copies back, backward: at each decoded token the whole cache (Llama with 8 heads
+        sharing 2, batch 8 beams 3: 24 rows of it per layer), and in a tiny Llama's training
+        step a tenth of its CPU time (expand, permute and their reduction). One product per
+        key/value head reads each once. Global tensors split over tensor-parallel heads stay
+        split: ``kv_heads`` is a multiple of the tensor-parallel size, so the grouping reshape
+        keeps each rank's heads on that rank (OneFlow infers ``split(1)`` through it)."""
+        return self.num_heads != self.kv_heads
 
     def _in_groups(self, per_head: flow.Tensor, shared: flow.Tensor,
                    transpose_shared: bool = False) -> flow.Tensor:
@@ -307,17 +328,6 @@ class MultiheadAttention(nn.Module):
         stacked = per_head.reshape(batch, self.kv_heads, (heads // self.kv_heads) * q_len, per_head.shape[3])
         out = flow.matmul(stacked, shared, transpose_b=transpose_shared)
         return out.view(batch, heads, q_len, out.shape[-1])
-
-    def _repeat_kv(self, x: flow.Tensor) -> flow.Tensor:
-        """``[b, kv_heads, s, d]`` -> ``[b, heads, s, d]``: each key/value head repeated for its
-        group of consecutive query heads (a no-op without grouped-query attention)."""
-        group = self.num_heads // self.kv_heads
-        if group == 1:
-            return x
-        # unsqueeze/expand/reshape rather than repeat_interleave, which is local-only in 0.9
-        batch, heads, length, size = x.shape
-        x = x.unsqueeze(2).expand(batch, heads, group, length, size)
-        return x.reshape(batch, heads * group, length, size)
 
     def _place_bias(self, bias: Optional[flow.Tensor]) -> Optional[flow.Tensor]:
         """The score bias on this layer's stage, split over heads like the scores."""
@@ -388,6 +398,18 @@ class MultiheadAttention(nn.Module):
             f"is_cross_attention={self.is_cross_attention}, "
             f"attn_mask_type={self.attn_mask_type.value}, layer_idx={self.layer_idx}"
         )
+
+
+def _sbp_of(x: flow.Tensor) -> Optional[Tuple[Any, ...]]:
+    return x.sbp if x.is_global else None
+
+
+def _heads_sbp(rows_sbp: Optional[Tuple[Any, ...]]) -> Optional[Tuple[Any, ...]]:
+    """The SBP of ``[batch, heads, len, size]`` heads taken from ``[batch, len, features]``
+    rows of SBP ``rows_sbp``: a split of the features is a split of the heads."""
+    if rows_sbp is None:
+        return None
+    return tuple(flow.sbp.split(1) if sbp == flow.sbp.split(2) else sbp for sbp in rows_sbp)
 
 
 def _as_4d_bool(mask: flow.Tensor, q_len: int, k_len: int) -> flow.Tensor:

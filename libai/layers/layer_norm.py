@@ -224,7 +224,8 @@ class RMSLayerNorm(_TrailingNorm):
         weight_offset: the scale is ``weight_offset + weight`` (Gemma's ``1 + w``, with the
             weight initialised to 0); 0 for the plain scale.
         keep_sbp: normalise the input as it is placed, for a norm over a dim that tensor
-            parallelism never splits (Qwen3's per-head q/k norms of head-split activations).
+            parallelism never splits (Qwen3's per-head q/k norms of head-split activations;
+            in one process those are local tensors, and the weight's local value is used).
 
     Like :class:`LayerNorm`, the input is made whole over the tensor-parallel axis (unless
     ``keep_sbp``) and the weight is broadcast on the layer's stage.
@@ -260,14 +261,19 @@ class RMSLayerNorm(_TrailingNorm):
         normed = wide * flow.rsqrt(variance + self.eps)
         if self.weight is None:
             return normed if wide is x else normed.to(x.dtype)
+        weight = self.weight
+        if self.keep_sbp and not x.is_global and weight.is_global:
+            # a one-process attention's local heads (OneProcessLocal): the weight's local value
+            # is the whole weight, and its gradient flows back to the global parameter
+            weight = weight.to_local()
         if self.weight_offset:
             # Gemma scales in float32 and casts the product: (1 + w) is not representable
             # exactly in half precision
-            scaled = normed * (self.weight.to(normed.dtype) + self.weight_offset)
+            scaled = normed * (weight.to(normed.dtype) + self.weight_offset)
             return scaled if scaled.dtype == x.dtype else scaled.to(x.dtype)
-        if self.weight.dtype in (flow.float16, flow.bfloat16):
-            normed = normed.to(self.weight.dtype)
-        return normed * self.weight
+        if weight.dtype in (flow.float16, flow.bfloat16):
+            normed = normed.to(weight.dtype)
+        return normed * weight
 
 
 #: The name Hugging Face's Llama (and most newer code) uses for the same layer.

@@ -142,10 +142,11 @@ def test_gqa_equals_mha_with_repeated_key_value_weights(local_layout):
     np.testing.assert_allclose(gqa(x).numpy(), mha(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_gqa_on_local_tensors_multiplies_each_key_value_head_by_its_group(local_layout, monkeypatch):
-    """Decoding runs on local tensors: there the query heads of a group are stacked as the rows
-    of one product with their shared key/value head (no repeated copy of the cache); prompt
-    and cached steps must give what the repeated heads give (the numpy reference)."""
+def test_gqa_multiplies_each_key_value_head_by_its_group(local_layout, monkeypatch):
+    """The query heads of a group are stacked as the rows of one product with their shared
+    key/value head (no repeated copy of keys, values or the cache), on global tensors
+    (training) and local ones (decoding): prompt and cached steps must give what the repeated
+    heads give (the numpy reference)."""
     from libai.layers import attention as attention_module
     from libai.layers.utils import local_tensors
 
@@ -167,8 +168,36 @@ def test_gqa_on_local_tensors_multiplies_each_key_value_head_by_its_group(local_
     np.testing.assert_allclose(np.concatenate([prompt.numpy(), step.numpy()], 1), expected,
                                rtol=1e-4, atol=1e-5)
     grouped.clear()
-    attn(flow.tensor(x))  # global tensors (training, tensor parallel) repeat the heads instead
-    assert grouped == []
+    out = attn(flow.tensor(x))
+    assert out.is_global and grouped == [(2, HEADS, 5, D), (2, HEADS, 5, 5)]
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_gqa_gradients_equal_those_of_repeated_heads(local_layout):
+    """Training takes the grouped products too: the projections' gradients must equal those of
+    the formulation that repeats each key/value head for its group (written here with local
+    OneFlow ops, repeat_interleave on the head dim)."""
+    attn = MultiheadAttention(H, HEADS, num_key_value_heads=2, bias=False, attn_mask_type="causal")
+    x, weights = _x(2, 5, H), _x(2, 5, H, seed=7)
+    out = attn(flow.tensor(x))
+    (out * flow.tensor(weights).to_global(placement=out.placement, sbp=out.sbp)).sum().backward()
+
+    params = {name: flow.tensor(p.numpy(), requires_grad=True) for name, p in
+              (("query", attn.query.weight), ("key_value", attn.key_value.weight),
+               ("dense", attn.dense.weight))}
+    xl = flow.tensor(x)
+    ql = flow.matmul(xl, params["query"], transpose_b=True).view(2, 5, HEADS, D).permute(0, 2, 1, 3)
+    kv = flow.matmul(xl, params["key_value"], transpose_b=True).view(2, 5, 2, 2, D)
+    kl, vl = (kv[:, :, :, i].permute(0, 2, 1, 3).repeat_interleave(2, dim=1) for i in range(2))
+    scores = flow.matmul(ql, kl, transpose_b=True) / np.sqrt(D)
+    scores = scores + flow.tensor(np.triu(np.full((5, 5), -1e9, np.float32), 1))
+    ctx = flow.matmul(flow.softmax(scores, dim=-1), vl).permute(0, 2, 1, 3).reshape(2, 5, H)
+    (flow.matmul(ctx, params["dense"], transpose_b=True) * flow.tensor(weights)).sum().backward()
+    for name, reference in params.items():
+        got = getattr(attn, name).weight.grad
+        assert got is not None, name
+        np.testing.assert_allclose(got.numpy(), reference.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
 
 
 def test_gqa_refuses_a_count_that_does_not_divide_heads(local_layout):

@@ -107,3 +107,65 @@ def test_a_constant_made_inside_a_graph_becomes_global(local_layout):
     assert got.is_global
     expected = layer(flow.tensor(x + np.array([1.0, 2.0, 3.0], dtype=np.float32)))
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------- attention's one-process local stretch
+def _attention_run(inactive: bool, monkeypatch, **options):
+    """Output, cache and every gradient of one attention forward/backward on global tensors,
+    with the local stretch as it is or switched off (the global path)."""
+    from libai.layers import MultiheadAttention, RotaryEmbedding
+    from libai.layers import utils as layer_utils
+
+    entered = []
+    if inactive:
+        monkeypatch.setattr(layer_utils.OneProcessLocal, "__init__",
+                            lambda self, layout, like: (setattr(self, "active", False),
+                                                        setattr(self, "placement", None))[0])
+    else:
+        enter = layer_utils.OneProcessLocal.enter
+        monkeypatch.setattr(layer_utils.OneProcessLocal, "enter",
+                            lambda self, t: entered.append(t is not None and t.is_global)
+                            or enter(self, t))
+    flow.manual_seed(3)
+    attn = MultiheadAttention(16, 4, num_key_value_heads=2, bias=False, attn_mask_type="causal",
+                              rotary_embedding=RotaryEmbedding(4, 16), **options)
+    x = flow.tensor(np.random.RandomState(1).randn(2, 5, 16).astype(np.float32))
+    weights = flow.tensor(np.random.RandomState(2).randn(2, 5, 16).astype(np.float32))
+    out, cache = attn(x, use_cache=True)
+    step, _ = attn(x[:, 4:], past_key_value=cache, use_cache=True)
+    (out * weights.to_global(placement=out.placement, sbp=out.sbp)).sum().backward()
+    grads = {name: p.grad.numpy() for name, p in attn.named_parameters()}
+    monkeypatch.undo()
+    assert any(entered) != inactive  # the stretch ran (or, switched off, did not)
+    return out, cache, step, grads
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_attention_works_on_local_heads_in_one_process_and_gives_the_global_paths_numbers(
+        local_layout, monkeypatch, qk_norm):
+    """In one process the attention core runs on local tensors (views instead of copies): the
+    output, the cache and the gradients must equal the global path's, and what the layer hands
+    back must be global with the SBP the global path gives it."""
+    options = dict(qk_norm_eps=1e-6) if qk_norm else {}
+    out, cache, step, grads = _attention_run(False, monkeypatch, **options)
+    ref_out, ref_cache, ref_step, ref_grads = _attention_run(True, monkeypatch, **options)
+    for got, ref in [(out, ref_out), (step, ref_step), *zip(cache, ref_cache)]:
+        assert got.is_global and got.placement == ref.placement
+        assert list(got.sbp) == list(ref.sbp)
+        np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+    assert sorted(grads) == sorted(ref_grads) and (not qk_norm or "query_norm.weight" in grads)
+    for name in grads:
+        np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_local_stretch_is_off_with_several_processes_and_on_local_tensors(local_layout):
+    from libai.layers.utils import OneProcessLocal
+
+    x = flow.ones(2, 3).to_global(placement=local_layout.stage_placement(0), sbp=[B, B])
+    stretch = OneProcessLocal(local_layout, x)
+    assert stretch.active and not stretch.enter(x).is_global
+    assert list(stretch.leave(stretch.enter(x), [B, S1]).sbp) == [B, S1]
+    two_processes = dist.ParallelLayout(data_parallel_size=2, world_size=2)
+    off = OneProcessLocal(two_processes, x)
+    assert not off.active and off.enter(x) is x
+    assert not OneProcessLocal(local_layout, flow.ones(2)).active
