@@ -1,5 +1,6 @@
 """Helpers for tests that launch several OneFlow processes on one machine."""
 import os
+import random
 import re
 import signal
 import socket
@@ -10,10 +11,38 @@ from typing import Any, Dict, List, Optional, Sequence
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port on 127.0.0.1 that nothing uses right now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` comes from the range it also gives outgoing
+    connections their source ports from: with several launches at once (the suite's workers),
+    one launch's ranks connecting to each other could take the port another launch was just told
+    was free, and that launch's ranks then waited for a rendezvous that never came (seen once in
+    the suite: a run-lock test's two ranks hung until the test's 120 s timeout). Below the
+    range only another explicit choice can take it, and the choice is checked by binding it.
+    """
+    low = _ephemeral_low()
+    for _ in range(100):
+        # the system's randomness: a test that seeds `random` must not make workers agree
+        port = random.SystemRandom().randrange(max(1024, low - 12000), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # a crowded machine
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The first port of the kernel's range for outgoing connections (Linux; 32768 elsewhere,
+    the Linux default and below the range of the BSDs and Windows)."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _launcher_command(

@@ -42,3 +42,19 @@ def test_runner_description_tells_a_compiled_graph_from_eager_steps():
     assert runner_description(SimpleNamespace(_trainer=eager_runner)) == "EagerTrainer"
     FakeGraph.is_compiled = False
     assert runner_description(graph_runner) == "GraphTrainer(compiled=False)"
+
+
+def test_free_port_is_bindable_and_below_the_range_outgoing_connections_use(tmp_path):
+    import socket
+
+    from libai.utils.testing import _ephemeral_low, free_port
+
+    low = _ephemeral_low()
+    ports = {free_port() for _ in range(20)}
+    assert all(1024 <= p < low for p in ports) and len(ports) > 1
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))  # still free
+    (tmp_path / "range").write_text("40000\t50000\n")
+    assert _ephemeral_low(str(tmp_path / "range")) == 40000
+    assert _ephemeral_low(str(tmp_path / "missing")) == 32768
