@@ -2,12 +2,14 @@
 
 The converter turns a compiled ``nn.Graph`` into ONNX op by op, through a registry of handlers
 (``oneflow_onnx.oneflow2onnx.handler.flow_op``). Exporting libai's GPT-2 and BERT with it on
-OneFlow 0.9.0 meets five gaps, each fixed here once, through that same registry, so that the
+OneFlow 0.9.0 meets six gaps, each fixed here once, through that same registry, so that the
 models keep a single implementation of their maths (the layers are not changed for export):
 
 - ``oneflow_onnx.util`` names ``np.bool`` at import, an alias NumPy 1.24 removed: the import
   runs with the alias lent for its duration only.
 - ``masked_fill`` (the attention's score masking) has no handler: mapped to ``Where``.
+- ``where_scalar_xy`` (``flow.where(mask, 0.0, -inf)``, the causal mask as a score bias) has
+  no handler: mapped to ``Where`` of two constants.
 - ``logical_not``: OneFlow 0.9 feeds it a float tensor (its functional casts the bool mask to
   float first), which ONNX's ``Not`` refuses: the input is cast back to bool.
 - ``scalar_logical_not_equal`` / ``scalar_logical_equal`` (``attention_mask != 0``) have no
@@ -127,6 +129,25 @@ def _masked_fill_as_where(ctx: Any, node: Any) -> None:
                  name="where", shapes=shapes, dtypes=dtypes)
 
 
+def _where_of_two_scalars(ctx: Any, node: Any) -> None:
+    """OneFlow's ``where`` of a condition and two scalars (the causal mask's 0 / -inf bias)."""
+    cond = _as_bool_input(ctx, node, node.input_tensor_names[0])
+    out, shapes, dtypes = node.output_tensor_names[0], node.output_shapes, node.output_dtypes
+    x, y = (_constant(ctx, f"{side}_operand", _side_operand(node, side), like=out)
+            for side in ("x", "y"))
+    ctx.RemoveNode(node.name)
+    ctx.MakeNode("Where", [cond, x, y], outputs=[out], op_name_scope=node.name,
+                 name="where", shapes=shapes, dtypes=dtypes)
+
+
+def _side_operand(node: Any, side: str) -> Any:
+    """The scalar ``where_scalar_xy`` carries for its ``x`` or ``y`` side."""
+    for kind, cast in (("float", float), ("int", int), ("bool", bool)):
+        if node.attrs.get(f"has_{side}_{kind}_operand"):
+            return cast(node.attrs[f"{side}_{kind}_operand"])
+    raise ValueError(f"{node.name}: where_scalar_xy without a scalar for {side}")
+
+
 def _logical_not_on_bool(ctx: Any, node: Any) -> None:
     from onnx import TensorProto
 
@@ -168,6 +189,7 @@ class _Fix(NamedTuple):
 #: the gaps listed in the module docstring, in its order
 _FIXES = (
     _Fix("masked_fill", "Where", 9, _masked_fill_as_where, flow_ibns=["x", "mask"]),
+    _Fix("where_scalar_xy", "Where", 9, _where_of_two_scalars),
     _Fix("logical_not", "Not", 1, _logical_not_on_bool),
     _Fix("scalar_logical_equal", "Equal", 11, _equal_to_scalar),
     _Fix("scalar_logical_not_equal", "Equal", 11, _not_equal_to_scalar),
