@@ -265,10 +265,14 @@ class MultiheadAttention(nn.Module):
         """q, k, v as ``[batch, heads, len, head_size]`` (heads split over tensor parallel), the
         one-process local stretch they are in (see :class:`~libai.layers.utils.OneProcessLocal`)
         and the SBP of the projections' rows ``[batch, len, features]``."""
-        if self.is_cross_attention:
-            rows = self.query(hidden_states)
-            local = OneProcessLocal(self.layout, rows)
+        fused_qkv = not (self.is_cross_attention or self.separate_query)
+        rows = self.query_key_value(hidden_states) if fused_qkv else self.query(hidden_states)
+        local = OneProcessLocal(self.layout, rows)
+        if fused_qkv:
+            query, key, value = self._heads(local.enter(rows), 3, self.num_heads)
+        else:
             query = self._heads(local.enter(rows), 1, self.num_heads)[0]
+        if self.is_cross_attention:
             if past_key_value is not None:
                 key, value = (local.enter(self._to_here(t)) for t in past_key_value)
             else:
@@ -281,14 +285,7 @@ class MultiheadAttention(nn.Module):
                 key, value = self._heads(fused, 2, self.kv_heads)
             return query, key, value, local, _sbp_of(rows)
         if self.separate_query:
-            rows = self.query(hidden_states)
-            local = OneProcessLocal(self.layout, rows)
-            query = self._heads(local.enter(rows), 1, self.num_heads)[0]
             key, value = self._heads(local.enter(self.key_value(hidden_states)), 2, self.kv_heads)
-        else:
-            rows = self.query_key_value(hidden_states)
-            local = OneProcessLocal(self.layout, rows)
-            query, key, value = self._heads(local.enter(rows), 3, self.num_heads)
         if self.qk_norm:
             query, key = self.query_norm(query), self.key_norm(key)
         if self.rotary_embedding is not None:

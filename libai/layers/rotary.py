@@ -99,12 +99,14 @@ class RotaryEmbedding(nn.Module):
             self._cos, self._sin = self._tables(max(end, 2 * int(self._cos.shape[0])))
         cos, sin = self._cos, self._sin
         if query.is_global and cos.placement != query.placement:
+            # one module may serve blocks on several stages: follow the queries
             cos = cos.to_global(placement=query.placement)
             sin = sin.to_global(placement=query.placement)
         elif not query.is_global and cos.is_global:
             # local queries and keys of a one-process run's global layout (attention's local
             # stretch, OneProcessLocal): the tables' local values are the whole tables
             cos, sin = cos.to_local(), sin.to_local()
+        # the rows of the longer of the two, sliced once (a decoding step: one row for both)
         cos, sin = cos[position_offset:end], sin[position_offset:end]
         return self._rotate(query, cos, sin, seq), self._rotate(key, cos, sin, seq)
 

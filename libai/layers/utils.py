@@ -355,8 +355,8 @@ class OneProcessLocal:
     sees the local stretch.
 
     Inactive, every method the identity, with more than one process (a local tensor is then
-    only this rank's piece, or empty), on local tensors, and in ``nn.Graph`` (lazy tensors have no views
-    and the compiler plans the copies).
+    only this rank's piece, or empty), on local tensors, and in ``nn.Graph`` (lazy tensors have
+    no views and the compiler plans the copies).
 
     ``like`` is a global tensor of the stretch; its placement is where results go back.
     """

@@ -118,9 +118,10 @@ def _attention_run(inactive: bool, monkeypatch, **options):
 
     entered = []
     if inactive:
-        monkeypatch.setattr(layer_utils.OneProcessLocal, "__init__",
-                            lambda self, layout, like: (setattr(self, "active", False),
-                                                        setattr(self, "placement", None))[0])
+        def switched_off(self, layout, like):
+            self.active, self.placement = False, None
+
+        monkeypatch.setattr(layer_utils.OneProcessLocal, "__init__", switched_off)
     else:
         enter = layer_utils.OneProcessLocal.enter
         monkeypatch.setattr(layer_utils.OneProcessLocal, "enter",
