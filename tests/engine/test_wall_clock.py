@@ -6,13 +6,15 @@ ground truth is the wall clock between the console lines of consecutive log peri
 ``created`` time of each log record, which is when the line was written; each line comes after
 the losses of its iteration have been read). Every printed or recorded figure over a window of
 10 iterations (``time``, ``throughput`` and the ETA derived from it, ``metrics.json``,
-``Overall training speed``) is compared with that, as a ratio.
+``Overall training speed``) is compared with that.
 
 Tolerance: the clock under test and the log lines are read a few hook calls apart (the writers'
 work between the timer's wait and the printed line), so even a perfect timer differs from the
-ground truth by that jitter, which on a loaded shared machine can reach tens of ms over a window
-of about a second. The ratios must be within 5% of 1; the timer this replaced was off by
-40-50% on this model (it counted what Python had queued, not what had run).
+ground truth by that jitter. With the whole suite running beside two ranks on the 2-core
+machine, one log line came 55-70 ms later than its timer reading (a window of about a second
+then read 0.93, the next 1.06). A window's printed seconds must be within 5% of its wall
+seconds plus that jitter (:data:`LOG_JITTER`); the timer this replaced was off by 40-50% on
+this model (it counted what Python had queued, not what had run).
 """
 import json
 import logging
@@ -32,6 +34,13 @@ LOG_PERIOD = 10
 ITERS = 40
 WARMUP = 10  # the overall speed then starts at the log line of iteration 9
 TOLERANCE = 0.05
+LOG_JITTER = 0.08  # seconds: how much later than its timer reading one log line may come
+
+
+def agrees(window) -> bool:
+    """``window`` is ``(printed seconds, wall seconds)`` of one window."""
+    printed, wall = window
+    return abs(printed - wall) <= TOLERANCE * wall + LOG_JITTER
 
 
 SIZE = 288  # ~0.1 s of products per step: a window of ~1 s, so that tens of ms of jitter between
@@ -88,16 +97,17 @@ def _fields(line):
 
 
 def check_against_wall_clock(records, metrics_path, batch):
-    """Compare every timing figure with the log timestamps; return the ratios seen."""
+    """Compare every timing figure with the log timestamps; return each window's ``(printed
+    seconds, wall seconds)``, the overall speed's last."""
     lines = [(t, m) for t, m in records if m.startswith("iter: ")]
     iters = [int(_fields(m)["iter"].split("/")[0]) for _, m in lines]
     assert iters == list(range(LOG_PERIOD - 1, ITERS, LOG_PERIOD))
-    ratios = []
+    windows = []
     for (t0, _), (t1, line) in zip(lines, lines[1:]):
         fields = _fields(line)
         wall = (t1 - t0) / LOG_PERIOD
         printed = float(fields["time"])
-        ratios.append(printed / wall)
+        windows.append((printed * LOG_PERIOD, wall * LOG_PERIOD))
         throughput = float(fields["throughput"].split()[0])
         # ``time`` is printed to 4 decimals, throughput to 1: compare within those roundings.
         assert abs(throughput - batch / printed) <= 0.05 + batch / printed * 0.5e-4 / printed
@@ -114,8 +124,8 @@ def check_against_wall_clock(records, metrics_path, batch):
     assert len(overall) == 1 and f"{ITERS - WARMUP} iterations" in overall[0]
     per_iter = float(re.search(r"\(([\d.]+) s / it\)", overall[0]).group(1))
     wall = (lines[-1][0] - lines[0][0]) / (ITERS - WARMUP)
-    ratios.append(per_iter / wall)
-    return ratios
+    windows.append((per_iter * (ITERS - WARMUP), wall * (ITERS - WARMUP)))
+    return windows
 
 
 def run_only(tmp_path, graph: bool):
@@ -148,9 +158,9 @@ def run_and_check(tmp_path, graph: bool):
 
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
 def test_printed_times_agree_with_the_wall_clock(tmp_path, graph):
-    ratios = run_and_check(tmp_path, graph)
-    print("printed / wall:", [round(r, 4) for r in ratios])
-    assert all(abs(r - 1) < TOLERANCE for r in ratios), ratios
+    windows = run_and_check(tmp_path, graph)
+    print("printed / wall:", [round(p / w, 4) for p, w in windows])
+    assert all(agrees(w) for w in windows), windows
 
 
 def test_printed_times_agree_with_the_wall_clock_with_two_data_parallel_ranks(tmp_path):
@@ -164,4 +174,4 @@ def test_printed_times_agree_with_the_wall_clock_with_two_data_parallel_ranks(tm
     result = json.loads(lines[0][len("RESULT "):])
     print("printed / wall, 2 ranks:", result)
     for mode in ("eager", "graph"):
-        assert all(abs(r - 1) < TOLERANCE for r in result[mode]), (mode, result[mode])
+        assert all(agrees(w) for w in result[mode]), (mode, result[mode])
